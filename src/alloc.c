@@ -1,0 +1,34 @@
+/* alloc.c - every allocation of the library goes through the caller's hook (Lua style), so
+ * tests can fail the Nth allocation and budgets can be enforced. */
+#include "g4_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void *g4_libc_alloc(void *ud, void *ptr, size_t old_size, size_t new_size) {
+    (void)ud; (void)old_size;
+    if (new_size == 0) { free(ptr); return NULL; }
+    return realloc(ptr, new_size);
+}
+
+void g4_allocator_init(g4_allocator *a, g4_alloc_fn fn, void *ud) {
+    a->fn = fn ? fn : g4_libc_alloc;
+    a->ud = fn ? ud : NULL;
+}
+
+void *g4_malloc(const g4_allocator *a, size_t n) {
+    if (n == 0) return NULL;
+    return a->fn(a->ud, NULL, 0, n);
+}
+
+void *g4_calloc(const g4_allocator *a, size_t n, size_t size) {
+    uint64_t total;
+    if (g4_mul_ovf(n, size, &total) || total == 0 || total > SIZE_MAX) return NULL;
+    unsigned char *p = g4_malloc(a, (size_t)total);
+    if (p) memset(p, 0, (size_t)total);
+    return p;
+}
+
+void g4_free(const g4_allocator *a, void *p, size_t n) {
+    if (p) a->fn(a->ud, p, n, 0);
+}
