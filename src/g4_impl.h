@@ -131,6 +131,8 @@ struct g4_model {
     const g4_tensor *per_layer_token_embd; /* [P*L, n_embd_rows], P > 0 */
     const g4_tensor *per_layer_model_proj; /* [n_embd, P*L], P > 0 */
     const g4_tensor *per_layer_proj_norm;  /* [P] f32, P > 0 */
+    float        *f32_copy;         /* aligned copies of every f32 vector tensor (norms, scales) */
+    size_t        f32_copy_bytes;
     const float     *rope_freqs;    /* [head_dim_full/2] (f32, in the mapping), NULL if no full layer */
     g4_vocab     *vocab;            /* tokenizer; NULL only if the file has none (refused at open) */
     int           vocab_only;

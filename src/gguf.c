@@ -454,7 +454,7 @@ static g4_status parse(gguf_file *f, char *err, size_t errlen) {
     }
     c.pos = 4;
     if ((st = rd_u32(&c, &f->version))) return st;
-    if ((f->version & 0xffffu) == 0)
+    if (f->version != 0 && (f->version & 0xffffu) == 0)
         return fail(&c, G4_ERR_FORMAT, "GGUF version 0x%08x: the file looks big-endian (wrong byte order); only little-endian files are supported",
                     f->version);
     if (f->version == 1) return fail(&c, G4_ERR_FORMAT, "GGUF v1 is not supported (convert it to v3)");

@@ -1,0 +1,586 @@
+/* model.c - g4_model_open: GGUF metadata -> g4_config + g4_layer[n_layer], table-driven
+ * tensor binding, and every model-semantics rule of reliability.md §3B.
+ *
+ * Owns: hyperparameter keys (exact types, ranges), per-layer derived values (sliding vs
+ * full, head dims, KV source layer), tensor presence/shape/type-for-role checks, NaN/Inf
+ * checks of small f32 tensors (copied into aligned model memory), kernel and thread-pool
+ * set-up. It does not compute anything (forward.c) or tokenize (tokenizer.c).
+ * Invariant: when g4_model_open returns G4_OK, the forward pass may index every bound
+ * tensor by the config without further checks.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "forward.h"
+#include "g4_impl.h"
+#include "kern/kern.h"
+#include "pool.h"
+#include "quant/quant.h"
+#include "tokenizer.h"
+
+#define MAX_LAYERS     512
+#define MAX_EMBD       65536
+#define MAX_HEADS      1024
+#define MAX_HEAD_DIM   4096
+#define MAX_FF         (1 << 20)
+#define MAX_CTX        (1 << 24)
+
+void g4_log(const g4_model *m, int level, const char *fmt, ...) {
+    if (!m || !m->log) return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    m->log(m->log_ud, level, buf);
+}
+
+typedef struct loader {
+    g4_model   *m;
+    gguf_file  *f;
+    const char *fname;
+    char       *err;
+    size_t      errlen;
+    size_t      n_views, cap_views;
+    uint8_t    *used;    /* [n_tensors] 1 = bound */
+    uint8_t    *vec;     /* [n_tensors] 1 = view i holds an offset into f32buf (fixed up later) */
+    float      *f32buf;  /* copies of small f32 tensors (norms, scales, rope_freqs) */
+    size_t      f32_len, f32_cap; /* floats */
+} loader;
+
+G4_PRINTF(3, 4)
+static g4_status lerr(loader *ld, g4_status st, const char *fmt, ...) {
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return g4_errf(st, ld->err, ld->errlen, "%s: %s", ld->fname, msg);
+}
+
+/* ==== Hyperparameters ==== */
+
+static g4_status need_range_u32(loader *ld, const char *key, uint32_t v, uint32_t lo, uint32_t hi) {
+    if (v < lo || v > hi) return lerr(ld, G4_ERR_FORMAT, "key '%s' is %u, expected %u to %u", key, v, lo, hi);
+    return G4_OK;
+}
+
+static g4_status need_pos_f32(loader *ld, const char *key, float v, int allow_zero) {
+    if (!isfinite(v) || v < 0 || (!allow_zero && v == 0))
+        return lerr(ld, G4_ERR_FORMAT, "key '%s' is %g, expected a finite %s number", key, (double)v,
+                    allow_zero ? "non-negative" : "positive");
+    return G4_OK;
+}
+
+/* sliding_window_pattern: bool / u32 / i32 array of exactly L entries */
+static g4_status load_swa_pattern(loader *ld, uint32_t L, int *swa) {
+    const gguf_kv *kv;
+    g4_status st = gguf_get_arr(ld->f, "gemma4.attention.sliding_window_pattern", 1,
+                                (1u << GGUF_BOOL) | (1u << GGUF_UINT32) | (1u << GGUF_INT32), &kv, NULL, ld->err,
+                                ld->errlen);
+    if (st) return st;
+    if (kv->n != L)
+        return lerr(ld, G4_ERR_FORMAT, "key 'gemma4.attention.sliding_window_pattern' has %llu entries, expected %u (one per layer)",
+                    (unsigned long long)kv->n, L);
+    const uint8_t *a = kv->arr;
+    int any = 0;
+    for (uint32_t i = 0; i < L; i++) {
+        uint32_t v;
+        if (kv->arr_type == GGUF_BOOL) v = a[i];
+        else v = (uint32_t)a[4 * i] | (uint32_t)a[4 * i + 1] << 8 | (uint32_t)a[4 * i + 2] << 16 | (uint32_t)a[4 * i + 3] << 24;
+        swa[i] = v != 0;
+        any |= swa[i];
+    }
+    if (!any) return lerr(ld, G4_ERR_FORMAT, "key 'gemma4.attention.sliding_window_pattern' marks no layer as sliding (Gemma 4 needs at least one)");
+    return G4_OK;
+}
+
+static g4_status load_hparams(loader *ld, int **swa_out, uint32_t **ff_out, uint32_t **nh_out, uint32_t **nkv_out) {
+    g4_model *m = ld->m;
+    gguf_file *f = ld->f;
+    g4_config *c = &m->cfg;
+    char *E = ld->err;
+    size_t EL = ld->errlen;
+    g4_status st;
+    uint32_t L = 0, ctx = 0, embd = 0, P = 0, win = 0, kl = 0, vl = 0, kls = 0, vls = 0, shared = 0;
+    float eps = 0;
+#define TRY(x) do { if ((st = (x)) != G4_OK) return st; } while (0)
+    TRY(gguf_get_u32(f, "gemma4.block_count", 1, &L, NULL, E, EL));
+    TRY(need_range_u32(ld, "gemma4.block_count", L, 1, MAX_LAYERS));
+    TRY(gguf_get_u32(f, "gemma4.context_length", 1, &ctx, NULL, E, EL));
+    TRY(need_range_u32(ld, "gemma4.context_length", ctx, 1, MAX_CTX));
+    TRY(gguf_get_u32(f, "gemma4.embedding_length", 1, &embd, NULL, E, EL));
+    TRY(need_range_u32(ld, "gemma4.embedding_length", embd, 1, MAX_EMBD));
+    TRY(gguf_get_u32(f, "gemma4.embedding_length_per_layer_input", 1, &P, NULL, E, EL));
+    TRY(need_range_u32(ld, "gemma4.embedding_length_per_layer_input", P, 0, MAX_EMBD));
+    TRY(gguf_get_u32(f, "gemma4.attention.sliding_window", 1, &win, NULL, E, EL));
+    TRY(need_range_u32(ld, "gemma4.attention.sliding_window", win, 1, ctx));
+    TRY(gguf_get_f32(f, "gemma4.attention.layer_norm_rms_epsilon", 1, &eps, NULL, E, EL));
+    TRY(need_pos_f32(ld, "gemma4.attention.layer_norm_rms_epsilon", eps, 0));
+    if (eps >= 1) return lerr(ld, G4_ERR_FORMAT, "key 'gemma4.attention.layer_norm_rms_epsilon' is %g, expected < 1", (double)eps);
+
+    /* MoE (26B-A4B) is a later issue: refuse clearly */
+    uint32_t n_exp = 0;
+    int found = 0;
+    TRY(gguf_get_u32(f, "gemma4.expert_count", 0, &n_exp, &found, E, EL));
+    if (found && n_exp > 0)
+        return lerr(ld, G4_ERR_UNSUPPORTED, "mixture-of-experts Gemma 4 (expert_count %u, e.g. 26B-A4B) is not supported yet", n_exp);
+
+    const gguf_kv *rs = gguf_find(f, "gemma4.rope.scaling.type");
+    if (rs && !(rs->type == GGUF_STRING && (strcmp(rs->str, "none") == 0 || strcmp(rs->str, "linear") == 0)))
+        return lerr(ld, G4_ERR_UNSUPPORTED, "key 'gemma4.rope.scaling.type': only none/linear (factor 1) are supported");
+    float rsf = 1.0f;
+    TRY(gguf_get_f32(f, "gemma4.rope.scaling.factor", 0, &rsf, NULL, E, EL));
+    if (rsf != 1.0f && rsf != 0.0f)
+        return lerr(ld, G4_ERR_UNSUPPORTED, "key 'gemma4.rope.scaling.factor' is %g: RoPE scaling is not supported", (double)rsf);
+
+    int *swa = g4_calloc(&m->al, L, sizeof *swa);
+    uint32_t *ff = g4_calloc(&m->al, L, sizeof *ff), *nh = g4_calloc(&m->al, L, sizeof *nh),
+             *nkv = g4_calloc(&m->al, L, sizeof *nkv);
+    *swa_out = swa; *ff_out = ff; *nh_out = nh; *nkv_out = nkv;
+    if (!swa || !ff || !nh || !nkv) return lerr(ld, G4_ERR_NOMEM, "out of memory");
+
+    TRY(load_swa_pattern(ld, L, swa));
+    TRY(gguf_get_u32_or_arr(f, "gemma4.feed_forward_length", 1, L, ff, NULL, E, EL));
+    TRY(gguf_get_u32_or_arr(f, "gemma4.attention.head_count", 1, L, nh, NULL, E, EL));
+    for (uint32_t i = 0; i < L; i++) nkv[i] = nh[i];
+    TRY(gguf_get_u32_or_arr(f, "gemma4.attention.head_count_kv", 0, L, nkv, NULL, E, EL));
+    for (uint32_t i = 0; i < L; i++) {
+        if (ff[i] == 0 || ff[i] > MAX_FF)
+            return lerr(ld, G4_ERR_FORMAT, "key 'gemma4.feed_forward_length': layer %u is %u, expected 1 to %d", i, ff[i], MAX_FF);
+        if (nh[i] == 0 || nh[i] > MAX_HEADS)
+            return lerr(ld, G4_ERR_FORMAT, "key 'gemma4.attention.head_count': layer %u is %u, expected 1 to %d", i, nh[i], MAX_HEADS);
+        if (nkv[i] == 0 || nkv[i] > nh[i] || nh[i] % nkv[i])
+            return lerr(ld, G4_ERR_FORMAT, "key 'gemma4.attention.head_count_kv': layer %u is %u, must be 1 to %u and divide head_count %u",
+                        i, nkv[i], nh[i], nh[i]);
+    }
+
+    TRY(gguf_get_u32(f, "gemma4.attention.key_length", 1, &kl, NULL, E, EL));
+    TRY(gguf_get_u32(f, "gemma4.attention.value_length", 1, &vl, NULL, E, EL));
+    TRY(gguf_get_u32(f, "gemma4.attention.key_length_swa", 1, &kls, NULL, E, EL));
+    TRY(gguf_get_u32(f, "gemma4.attention.value_length_swa", 1, &vls, NULL, E, EL));
+    TRY(need_range_u32(ld, "gemma4.attention.key_length", kl, 2, MAX_HEAD_DIM));
+    TRY(need_range_u32(ld, "gemma4.attention.key_length_swa", kls, 2, MAX_HEAD_DIM));
+    if (kl != vl) return lerr(ld, G4_ERR_FORMAT, "key_length %u and value_length %u differ (Gemma 4 needs them equal)", kl, vl);
+    if (kls != vls)
+        return lerr(ld, G4_ERR_FORMAT, "key_length_swa %u and value_length_swa %u differ (Gemma 4 needs them equal)", kls, vls);
+
+    uint32_t nrot = kl, nrot_swa;
+    int have_nrot = 0, have_nrot_swa = 0;
+    TRY(gguf_get_u32(f, "gemma4.rope.dimension_count", 0, &nrot, &have_nrot, E, EL));
+    nrot_swa = nrot;
+    TRY(gguf_get_u32(f, "gemma4.rope.dimension_count_swa", 0, &nrot_swa, &have_nrot_swa, E, EL));
+    if (nrot == 0 || nrot % 2 || nrot > kl)
+        return lerr(ld, G4_ERR_FORMAT, "key 'gemma4.rope.dimension_count' is %u, must be even and 2 to key_length %u", nrot, kl);
+    if (nrot_swa == 0 || nrot_swa % 2 || nrot_swa > kls)
+        return lerr(ld, G4_ERR_FORMAT, "%s 'gemma4.rope.dimension_count_swa' is %u, must be even and 2 to key_length_swa %u",
+                    have_nrot_swa ? "key" : "missing key: the default for", nrot_swa, kls);
+
+    float base = 10000.0f, base_swa = 10000.0f, softcap = 30.0f;
+    TRY(gguf_get_f32(f, "gemma4.rope.freq_base", 0, &base, NULL, E, EL));
+    TRY(need_pos_f32(ld, "gemma4.rope.freq_base", base, 0));
+    TRY(gguf_get_f32(f, "gemma4.rope.freq_base_swa", 0, &base_swa, NULL, E, EL));
+    TRY(need_pos_f32(ld, "gemma4.rope.freq_base_swa", base_swa, 0));
+    TRY(gguf_get_f32(f, "gemma4.final_logit_softcapping", 0, &softcap, NULL, E, EL));
+    TRY(need_pos_f32(ld, "gemma4.final_logit_softcapping", softcap, 1));
+
+    TRY(gguf_get_u32(f, "gemma4.attention.shared_kv_layers", 0, &shared, NULL, E, EL));
+    if (shared >= L) return lerr(ld, G4_ERR_FORMAT, "key 'gemma4.attention.shared_kv_layers' is %u, must be below block_count %u", shared, L);
+    uint32_t S = L - shared;
+    if (shared > 0) {
+        /* llama.cpp's reuse map: shared sliding -> S-2, shared full -> S-1 (architecture §4.6) */
+        if (S < 2 || swa[S - 1] || !swa[S - 2])
+            return lerr(ld, G4_ERR_FORMAT, "KV sharing needs layer %d full and layer %d sliding (first shared layer %u)",
+                        (int)S - 1, (int)S - 2, S);
+    }
+
+    c->n_layer = (int32_t)L;
+    c->n_embd = (int32_t)embd;
+    c->n_ctx_train = (int32_t)ctx;
+    c->n_embd_per_layer = (int32_t)P;
+    c->n_swa = (int32_t)win;
+    c->n_layer_kv = (int32_t)S;
+    c->n_kv_owner = (int32_t)S;
+    c->head_dim_full = (int32_t)kl;
+    c->head_dim_swa = (int32_t)kls;
+    c->rms_eps = eps;
+    c->rope_base = base;
+    c->rope_base_swa = base_swa;
+    c->softcap = softcap;
+
+    m->layers = g4_calloc(&m->al, L, sizeof *m->layers);
+    if (!m->layers) return lerr(ld, G4_ERR_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < L; i++) {
+        g4_layer *ly = &m->layers[i];
+        ly->swa = swa[i];
+        ly->n_head = (int)nh[i];
+        ly->n_head_kv = (int)nkv[i];
+        ly->head_dim = (int)(swa[i] ? kls : kl);
+        ly->n_rot = (int)(swa[i] ? nrot_swa : nrot);
+        ly->rope_base = swa[i] ? base_swa : base;
+        ly->n_ff = (int)ff[i];
+        ly->has_kv = i < S;
+        ly->kv_src = ly->has_kv ? (int)i : (int)(swa[i] ? S - 2 : S - 1);
+        ly->kv_slot = ly->kv_src;
+        ly->out_scale = 1.0f;
+        ly->scale_q = ly->scale_k = ly->scale_v = ly->scale_o = 1.0f;
+        ly->scale_gate = ly->scale_up = ly->scale_down = 1.0f;
+        uint64_t qw;
+        if (g4_mul_ovf((uint64_t)ly->head_dim, (uint64_t)ly->n_head, &qw) || qw > (uint64_t)MAX_FF)
+            return lerr(ld, G4_ERR_FORMAT, "layer %u: head_dim %d x head_count %d is too large", i, ly->head_dim, ly->n_head);
+    }
+    for (uint32_t i = 0; i < L; i++) {
+        /* a shared layer reads a cache of its source's head layout: must match */
+        g4_layer *ly = &m->layers[i], *src = &m->layers[ly->kv_src];
+        if (!ly->has_kv && (src->n_head_kv != ly->n_head_kv || src->head_dim != ly->head_dim))
+            return lerr(ld, G4_ERR_FORMAT, "layer %u shares the KV cache of layer %d but has %d KV heads of %d (source: %d of %d)",
+                        i, ly->kv_src, ly->n_head_kv, ly->head_dim, src->n_head_kv, src->head_dim);
+    }
+#undef TRY
+    return G4_OK;
+}
+
+/* ==== Tensor binding ==== */
+
+enum { ROLE_MATRIX, ROLE_EMBED, ROLE_VECTOR };
+
+static const char *role_desc(int role) {
+    return role == ROLE_VECTOR ? "f32 (norms and scales)" : "a supported weight type";
+}
+
+/* Copies a small f32 tensor into aligned model memory and checks its values. Returns the
+ * copy's offset in floats (pointers are fixed up after all copies). */
+static g4_status copy_f32(loader *ld, const gguf_tensor *gt, size_t *off) {
+    size_t n = (size_t)(gt->nbytes / 4);
+    if (ld->f32_len + n > ld->f32_cap) {
+        size_t cap = ld->f32_cap ? ld->f32_cap : 4096;
+        while (cap < ld->f32_len + n) cap *= 2;
+        float *nb = ld->m->al.fn(ld->m->al.ud, ld->f32buf, ld->f32_cap * sizeof(float), cap * sizeof(float));
+        if (!nb) return lerr(ld, G4_ERR_NOMEM, "out of memory");
+        ld->f32buf = nb;
+        ld->f32_cap = cap;
+    }
+    float *dst = ld->f32buf + ld->f32_len;
+    memcpy(dst, gt->data, n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(dst[i]) && !(strcmp(gt->name, "rope_freqs.weight") == 0 && dst[i] > 0))
+            return lerr(ld, G4_ERR_FORMAT, "tensor '%s': element %zu is %g (NaN or Inf)", gt->name, i, (double)dst[i]);
+    *off = ld->f32_len;
+    ld->f32_len += n;
+    return G4_OK;
+}
+
+/* Binds tensor `name`: checks presence, the role's allowed types and the exact shape
+ * [ne0, ne1] (ne1 = 0 for vectors). Returns the view or NULL (absent & optional). */
+static g4_status bind(loader *ld, const char *name, int role, int64_t ne0, int64_t ne1, int required,
+                      const g4_tensor **out) {
+    *out = NULL;
+    const gguf_tensor *gt = gguf_find_tensor(ld->f, name);
+    if (!gt) {
+        if (required) return lerr(ld, G4_ERR_FORMAT, "missing required tensor '%s'", name);
+        return G4_OK;
+    }
+    size_t idx = (size_t)(gt - gguf_tensor_at(ld->f, 0));
+    const g4_type_traits *tr = quant_traits(gt->type);
+    int ok_type = role == ROLE_VECTOR ? gt->type == G4_TYPE_F32 : (tr && tr->weight);
+    if (!ok_type) {
+        char b[32];
+        return lerr(ld, tr && !tr->weight && role != ROLE_VECTOR ? G4_ERR_UNSUPPORTED : G4_ERR_FORMAT,
+                    "tensor '%s' has type %s, expected %s", name, quant_type_name(gt->type, b, sizeof b), role_desc(role));
+    }
+    int nd = ne1 ? 2 : 1;
+    int bad = (int)gt->n_dims != nd || gt->ne[0] != ne0 || (nd == 2 && gt->ne[1] != ne1);
+    if (role == ROLE_EMBED) bad = gt->n_dims != 2 || gt->ne[0] != ne0 || gt->ne[1] < ne1;
+    if (bad) {
+        char got[96], want[64];
+        int o = snprintf(got, sizeof got, "[%lld", (long long)gt->ne[0]);
+        for (uint32_t j = 1; j < gt->n_dims; j++) o += snprintf(got + o, sizeof got - (size_t)o, ", %lld", (long long)gt->ne[j]);
+        snprintf(got + o, sizeof got - (size_t)o, "]");
+        if (nd == 2) snprintf(want, sizeof want, "[%lld, %s%lld]", (long long)ne0, role == ROLE_EMBED ? ">= " : "", (long long)ne1);
+        else snprintf(want, sizeof want, "[%lld]", (long long)ne0);
+        return lerr(ld, G4_ERR_FORMAT, "tensor '%s' has shape %s, expected %s", name, got, want);
+    }
+    G4_ASSERT(ld->n_views < ld->cap_views);
+    g4_tensor *v = &ld->m->tensors[ld->n_views++];
+    v->name = gt->name;
+    v->type = gt->type;
+    for (int j = 0; j < 4; j++) v->ne[j] = gt->ne[j];
+    v->row_bytes = quant_row_bytes(gt->type, gt->ne[0]);
+    v->data = gt->data;
+    if (role == ROLE_VECTOR) {
+        size_t off = 0;
+        g4_status st = copy_f32(ld, gt, &off);
+        if (st) return st;
+        v->data = (const uint8_t *)(uintptr_t)off; /* fixed up to a pointer later */
+        ld->vec[ld->n_views - 1] = 1;
+    }
+    ld->used[idx] = 1;
+    *out = v;
+    return G4_OK;
+}
+
+static g4_status bindf(loader *ld, int role, int64_t ne0, int64_t ne1, int required, const g4_tensor **out,
+                       const char *fmt, int il) {
+    char name[GGUF_MAX_NAME + 1];
+    snprintf(name, sizeof name, fmt, il);
+    return bind(ld, name, role, ne0, ne1, required, out);
+}
+
+/* the optional per-matmul output multiplier blk.i.<w>.scale ([1], f32) */
+static g4_status bind_scale(loader *ld, int il, const char *w, float *out) {
+    char name[GGUF_MAX_NAME + 1];
+    const g4_tensor *t;
+    snprintf(name, sizeof name, "blk.%d.%s.scale", il, w);
+    g4_status st = bind(ld, name, ROLE_VECTOR, 1, 0, 0, &t);
+    if (st) return st;
+    if (t) {
+        memcpy(out, ld->f32buf + (uintptr_t)t->data, sizeof(float));
+    }
+    return G4_OK;
+}
+
+static g4_status bind_tensors(loader *ld) {
+    g4_model *m = ld->m;
+    const g4_config *c = &m->cfg;
+    const int64_t E = c->n_embd, P = c->n_embd_per_layer, L = c->n_layer, V = c->n_vocab;
+    g4_status st;
+#define TRY(x) do { if ((st = (x)) != G4_OK) return st; } while (0)
+    TRY(bind(ld, "token_embd.weight", ROLE_EMBED, E, V, 1, &m->token_embd));
+    TRY(bind(ld, "output.weight", ROLE_MATRIX, E, V, 0, &m->output));
+    TRY(bind(ld, "output_norm.weight", ROLE_VECTOR, E, 0, 1, &m->output_norm));
+    m->cfg.tied = m->output == NULL;
+    m->cfg.n_embd_rows = (int32_t)m->token_embd->ne[1];
+    if (P > 0) {
+        TRY(bind(ld, "per_layer_token_embd.weight", ROLE_EMBED, P * L, V, 1, &m->per_layer_token_embd));
+        TRY(bind(ld, "per_layer_model_proj.weight", ROLE_MATRIX, E, P * L, 1, &m->per_layer_model_proj));
+        TRY(bind(ld, "per_layer_proj_norm.weight", ROLE_VECTOR, P, 0, 1, &m->per_layer_proj_norm));
+    }
+    int any_full = 0;
+    for (int i = 0; i < (int)L; i++) any_full |= !m->layers[i].swa;
+    const g4_tensor *rf = NULL;
+    TRY(bind(ld, "rope_freqs.weight", ROLE_VECTOR, c->head_dim_full / 2, 0, any_full, &rf));
+    if (rf) m->rope_freqs = (const float *)(uintptr_t)rf->data; /* offset; fixed up later */
+
+    for (int i = 0; i < (int)L; i++) {
+        g4_layer *ly = &m->layers[i];
+        const int64_t hd = ly->head_dim, q = hd * ly->n_head, kv = hd * ly->n_head_kv, ff = ly->n_ff;
+        TRY(bindf(ld, ROLE_VECTOR, E, 0, 1, &ly->attn_norm, "blk.%d.attn_norm.weight", i));
+        char nm[GGUF_MAX_NAME + 1];
+        snprintf(nm, sizeof nm, "blk.%d.attn_qkv.weight", i);
+        if (gguf_find_tensor(ld->f, nm))
+            return lerr(ld, G4_ERR_UNSUPPORTED, "tensor '%s': fused QKV projections are not supported yet", nm);
+        TRY(bindf(ld, ROLE_MATRIX, E, q, 1, &ly->attn_q, "blk.%d.attn_q.weight", i));
+        /* K/V/k_norm on shared layers are optional and unused (architecture §3.2): still
+         * shape-checked when present, so a malformed file is refused */
+        TRY(bindf(ld, ROLE_MATRIX, E, kv, ly->has_kv, &ly->attn_k, "blk.%d.attn_k.weight", i));
+        TRY(bindf(ld, ROLE_MATRIX, E, kv, 0, &ly->attn_v, "blk.%d.attn_v.weight", i));
+        TRY(bindf(ld, ROLE_VECTOR, hd, 0, 1, &ly->attn_q_norm, "blk.%d.attn_q_norm.weight", i));
+        TRY(bindf(ld, ROLE_VECTOR, hd, 0, ly->has_kv, &ly->attn_k_norm, "blk.%d.attn_k_norm.weight", i));
+        if (!ly->has_kv) ly->attn_k = ly->attn_v = ly->attn_k_norm = NULL;
+        ly->v_is_k = ly->has_kv && ly->attn_v == NULL;
+        TRY(bindf(ld, ROLE_MATRIX, q, E, 1, &ly->attn_output, "blk.%d.attn_output.weight", i));
+        TRY(bindf(ld, ROLE_VECTOR, E, 0, 1, &ly->post_attention_norm, "blk.%d.post_attention_norm.weight", i));
+        TRY(bindf(ld, ROLE_VECTOR, E, 0, 1, &ly->ffn_norm, "blk.%d.ffn_norm.weight", i));
+        snprintf(nm, sizeof nm, "blk.%d.ffn_gate_inp.weight", i);
+        if (gguf_find_tensor(ld->f, nm))
+            return lerr(ld, G4_ERR_UNSUPPORTED, "tensor '%s': mixture-of-experts layers are not supported yet", nm);
+        TRY(bindf(ld, ROLE_MATRIX, E, ff, 1, &ly->ffn_gate, "blk.%d.ffn_gate.weight", i));
+        TRY(bindf(ld, ROLE_MATRIX, E, ff, 1, &ly->ffn_up, "blk.%d.ffn_up.weight", i));
+        TRY(bindf(ld, ROLE_MATRIX, ff, E, 1, &ly->ffn_down, "blk.%d.ffn_down.weight", i));
+        TRY(bindf(ld, ROLE_VECTOR, E, 0, 1, &ly->post_ffw_norm, "blk.%d.post_ffw_norm.weight", i));
+        if (P > 0) {
+            TRY(bindf(ld, ROLE_MATRIX, E, P, 1, &ly->inp_gate, "blk.%d.inp_gate.weight", i));
+            TRY(bindf(ld, ROLE_MATRIX, P, E, 1, &ly->proj, "blk.%d.proj.weight", i));
+            TRY(bindf(ld, ROLE_VECTOR, E, 0, 1, &ly->post_norm, "blk.%d.post_norm.weight", i));
+        }
+        const g4_tensor *los;
+        TRY(bindf(ld, ROLE_VECTOR, 1, 0, 0, &los, "blk.%d.layer_output_scale.weight", i));
+        if (los) memcpy(&ly->out_scale, ld->f32buf + (uintptr_t)los->data, sizeof(float));
+        TRY(bind_scale(ld, i, "attn_q", &ly->scale_q));
+        TRY(bind_scale(ld, i, "attn_k", &ly->scale_k));
+        TRY(bind_scale(ld, i, "attn_v", &ly->scale_v));
+        TRY(bind_scale(ld, i, "attn_output", &ly->scale_o));
+        TRY(bind_scale(ld, i, "ffn_gate", &ly->scale_gate));
+        TRY(bind_scale(ld, i, "ffn_up", &ly->scale_up));
+        TRY(bind_scale(ld, i, "ffn_down", &ly->scale_down));
+    }
+#undef TRY
+    return G4_OK;
+}
+
+/* After all copies are done the f32 buffer no longer moves: turn offsets into pointers. */
+static void fixup_f32(loader *ld) {
+    g4_model *m = ld->m;
+    for (size_t i = 0; i < ld->n_views; i++)
+        if (ld->vec[i]) m->tensors[i].data = (const uint8_t *)(ld->f32buf + (uintptr_t)m->tensors[i].data);
+    if (m->rope_freqs) m->rope_freqs = ld->f32buf + (uintptr_t)m->rope_freqs;
+}
+
+static void warn_unused(loader *ld) {
+    size_t n = gguf_n_tensors(ld->f), unused = 0, first = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!ld->used[i] && !unused++) first = i;
+    if (unused)
+        g4_log(ld->m, G4_LOG_WARN, "%s: %zu tensor(s) not used by the text model were ignored (first: '%s')",
+               ld->fname, unused, gguf_tensor_at(ld->f, first)->name);
+}
+
+/* ==== Open / close ==== */
+
+static int online_cpus(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 512 ? 512 : (int)n;
+}
+
+static g4_status open_impl(g4_model *m, const char *path, const g4_model_opts *o, char *err, size_t errlen) {
+    g4_status st;
+    gguf_alloc ga = { o->alloc, o->alloc_ud };
+    if ((st = gguf_open(&m->gguf, path, o->no_mmap, &ga, err, errlen))) return st;
+    loader ld = { .m = m, .f = m->gguf, .fname = path, .err = err, .errlen = errlen };
+    const char *arch;
+    uint64_t alen;
+    if ((st = gguf_get_str(m->gguf, "general.architecture", 1, &arch, &alen, NULL, err, errlen))) return st;
+    if (alen != 6 || memcmp(arch, "gemma4", 6) != 0) {
+        char e[64];
+        size_t k = 0;
+        for (uint64_t i = 0; i < alen && k + 5 < sizeof e; i++) {
+            unsigned char ch = (unsigned char)arch[i];
+            if (ch >= 0x20 && ch < 0x7f) e[k++] = (char)ch;
+            else k += (size_t)snprintf(e + k, sizeof e - k, "\\x%02x", ch);
+        }
+        e[k] = 0;
+        return lerr(&ld, G4_ERR_UNSUPPORTED, "architecture '%s' is not supported (supported: gemma4)", e);
+    }
+    const gguf_kv *split = gguf_find(m->gguf, "split.count");
+    if (split && !(split->type == GGUF_UINT16 && split->v.u16 <= 1))
+        return lerr(&ld, G4_ERR_UNSUPPORTED, "split GGUF files are not supported (merge them with gguf-split --merge)");
+
+    if ((st = tok_vocab_load(&m->vocab, m->gguf, &m->al, m->log, m->log_ud, err, errlen))) return st;
+    m->cfg.n_vocab = tok_n_vocab(m->vocab);
+    m->vocab_only = o->vocab_only;
+
+    /* general.sampling.* defaults (types as observed: top_k i32 or u32, top_p/temp f32) */
+    const gguf_kv *kv = gguf_find(m->gguf, "general.sampling.top_k");
+    if (kv && (kv->type == GGUF_INT32 || kv->type == GGUF_UINT32) && kv->v.i32 >= 0) {
+        m->has_samp_top_k = 1;
+        m->samp_top_k = kv->v.i32;
+    }
+    kv = gguf_find(m->gguf, "general.sampling.top_p");
+    if (kv && kv->type == GGUF_FLOAT32 && isfinite(kv->v.f32) && kv->v.f32 >= 0 && kv->v.f32 <= 1) {
+        m->has_samp_top_p = 1;
+        m->samp_top_p = kv->v.f32;
+    }
+    kv = gguf_find(m->gguf, "general.sampling.temp");
+    if (kv && kv->type == GGUF_FLOAT32 && isfinite(kv->v.f32) && kv->v.f32 >= 0) {
+        m->has_samp_temp = 1;
+        m->samp_temp = kv->v.f32;
+    }
+    if (o->vocab_only) return G4_OK;
+
+    int *swa = NULL;
+    uint32_t *ff = NULL, *nh = NULL, *nkv = NULL;
+    st = load_hparams(&ld, &swa, &ff, &nh, &nkv);
+    g4_free(&m->al, swa, sizeof *swa * (size_t)m->cfg.n_layer);
+    g4_free(&m->al, ff, sizeof *ff * (size_t)m->cfg.n_layer);
+    g4_free(&m->al, nh, sizeof *nh * (size_t)m->cfg.n_layer);
+    g4_free(&m->al, nkv, sizeof *nkv * (size_t)m->cfg.n_layer);
+    if (st) return st;
+
+    size_t nt = gguf_n_tensors(m->gguf);
+    ld.cap_views = nt;
+    ld.used = g4_calloc(&m->al, nt ? nt : 1, 1);
+    ld.vec = g4_calloc(&m->al, nt ? nt : 1, 1);
+    m->tensors = g4_calloc(&m->al, nt ? nt : 1, sizeof *m->tensors);
+    if (!ld.used || !ld.vec || !m->tensors) st = lerr(&ld, G4_ERR_NOMEM, "out of memory");
+    if (!st) st = bind_tensors(&ld);
+    if (!st) {
+        m->n_tensors_bound = ld.n_views;
+        fixup_f32(&ld);
+        m->f32_copy = ld.f32buf;
+        m->f32_copy_bytes = ld.f32_cap * sizeof(float);
+        ld.f32buf = NULL;
+        warn_unused(&ld);
+    }
+    g4_free(&m->al, ld.f32buf, ld.f32_cap * sizeof(float));
+    g4_free(&m->al, ld.used, nt ? nt : 1);
+    g4_free(&m->al, ld.vec, nt ? nt : 1);
+    if (st) return st;
+
+    /* compute set-up: kernels, GELU table, thread pool */
+    char kerr[200];
+    m->kern = kern_select(o->kernels, kerr, sizeof kerr);
+    if (!m->kern) return g4_errf(G4_ERR_ARG, err, errlen, "%s", kerr);
+    m->gelu_f16 = g4_malloc(&m->al, 65536 * sizeof(uint16_t));
+    if (!m->gelu_f16) return lerr(&ld, G4_ERR_NOMEM, "out of memory");
+    forward_gelu_table(m->gelu_f16);
+    m->n_threads = o->n_threads > 0 ? (o->n_threads > 512 ? 512 : o->n_threads) : online_cpus();
+    if (m->n_threads > 1 && (st = pool_create(&m->pool, m->n_threads, &m->al)))
+        return lerr(&ld, st, "cannot start %d threads", m->n_threads);
+    return G4_OK;
+}
+
+g4_status g4_model_open(g4_model **out, const char *path, const g4_model_opts *opts, char *err, size_t errlen) {
+    if (err && errlen) err[0] = 0;
+    if (!out) return g4_errf(G4_ERR_ARG, err, errlen, "g4_model_open: out is NULL");
+    *out = NULL;
+    if (!path) return g4_errf(G4_ERR_ARG, err, errlen, "g4_model_open: path is NULL");
+    g4_model_opts def = {0};
+    const g4_model_opts *o = opts ? opts : &def;
+    g4_allocator al;
+    g4_allocator_init(&al, o->alloc, o->alloc_ud);
+    g4_model *m = g4_calloc(&al, 1, sizeof *m);
+    if (!m) return g4_errf(G4_ERR_NOMEM, err, errlen, "out of memory");
+    m->al = al;
+    m->log = o->log;
+    m->log_ud = o->log_ud;
+    size_t pl = strlen(path);
+    m->path = g4_malloc(&al, pl + 1);
+    if (!m->path) {
+        g4_model_close(m);
+        return g4_errf(G4_ERR_NOMEM, err, errlen, "out of memory");
+    }
+    memcpy(m->path, path, pl + 1);
+    g4_status st = open_impl(m, path, o, err, errlen);
+    if (st) {
+        g4_model_close(m);
+        return st;
+    }
+    *out = m;
+    return G4_OK;
+}
+
+void g4_model_close(g4_model *m) {
+    if (!m) return;
+    g4_allocator al = m->al;
+    pool_free(m->pool);
+    g4_free(&al, m->gelu_f16, 65536 * sizeof(uint16_t));
+    tok_vocab_free(m->vocab);
+    if (m->layers) g4_free(&al, m->layers, sizeof *m->layers * (size_t)m->cfg.n_layer);
+    if (m->tensors) g4_free(&al, m->tensors, sizeof *m->tensors * (gguf_n_tensors(m->gguf) ? gguf_n_tensors(m->gguf) : 1));
+    g4_free(&al, m->f32_copy, m->f32_copy_bytes);
+    gguf_close(m->gguf);
+    if (m->path) g4_free(&al, m->path, strlen(m->path) + 1);
+    g4_free(&al, m, sizeof *m);
+}
+
+/* ==== Accessors ==== */
+
+int32_t g4_model_n_vocab(const g4_model *m) { return m ? m->cfg.n_vocab : 0; }
+int32_t g4_model_n_ctx_train(const g4_model *m) { return m ? m->cfg.n_ctx_train : 0; }
+int32_t g4_model_n_embd(const g4_model *m) { return m ? m->cfg.n_embd : 0; }
+int32_t g4_model_n_layer(const g4_model *m) { return m ? m->cfg.n_layer : 0; }
+const char *g4_model_kernels(const g4_model *m) { return m && m->kern ? m->kern->name : "none"; }
+int g4_model_n_threads(const g4_model *m) { return m ? m->n_threads : 0; }
+int32_t g4_model_token_bos(const g4_model *m) { return m && m->vocab ? tok_bos(m->vocab) : -1; }
+int32_t g4_model_token_eos(const g4_model *m) { return m && m->vocab ? tok_eos(m->vocab) : -1; }
+int g4_model_is_eog(const g4_model *m, int32_t tok) { return m && m->vocab ? tok_is_eog(m->vocab, tok) : 0; }
+
+const char *g4_model_meta_str(const g4_model *m, const char *key) {
+    if (!m || !key) return NULL;
+    const gguf_kv *kv = gguf_find(m->gguf, key);
+    return kv && kv->type == GGUF_STRING ? kv->str : NULL;
+}

@@ -1,0 +1,60 @@
+/* testgen.h - random, well-conditioned Gemma 4 GGUF files written with our own writer.
+ *
+ * The everyday test input (no real weights exist on these machines): E2B-like topology
+ * scaled down, with a small synthetic BPE vocabulary. Values follow shared/docs/oracle.md §7
+ * (matrices N(0, 0.05), embeddings N(0, 0.1), norms 1 + N(0, 0.1), q/k norms with mean
+ * head_dim^-0.25), seeded per tensor from its name, so files are byte-reproducible.
+ * Used by tests, `make demo`, tools/g4-mkmodel and the benchmark model.
+ */
+#ifndef G4_TESTGEN_H
+#define G4_TESTGEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "g4_impl.h"
+#include "gguf.h"
+
+typedef struct g4_testgen_opts {
+    int      n_layer;        /* 10 */
+    int      n_embd;         /* 128 */
+    int      n_head;         /* 2 */
+    int      n_head_kv;      /* 1 (sliding layers) */
+    int      n_head_kv_full; /* 0 = n_head_kv; else head_count_kv is written as a per-layer array */
+    int      head_dim_swa;   /* 32 */
+    int      head_dim_full;  /* 64 */
+    int      n_ff;           /* 192 */
+    int      n_ff_shared;    /* 0 = n_ff; else feed_forward_length is a per-layer array */
+    int      n_shared;       /* shared_kv_layers, 5 (-1 = 0) */
+    int      full_every;     /* layer i is full when i % full_every == full_every - 1; 5 */
+    int      n_per_layer;    /* P, 16 (-1 = 0: no per-layer embeddings) */
+    int      window;         /* 8 */
+    int      n_vocab;        /* 512 (>= 400) */
+    int      n_ctx;          /* 512 */
+    float    softcap;        /* 30 (-1 = write 0: no soft-cap) */
+    int      untied;         /* 1 = write output.weight */
+    int      k_eq_v;         /* 1 = no attn_v on KV-owning layers (V = K) */
+    int      shared_kv_tensors; /* 1 = shared layers carry (unused) attn_k/attn_v/attn_k_norm */
+    int      no_layer_scale; /* 1 = omit layer_output_scale */
+    uint32_t wtype;          /* type of the projection matrices (F32) */
+    uint32_t embd_type;      /* token_embd / per_layer_token_embd type (0 = wtype) */
+    int      q4_k_m;         /* 1 = llama-quantize Q4_K_M-like mix (overrides wtype/embd_type) */
+    int      f32_twin;       /* 1 = write quantize->dequantize round trips as F32 */
+    uint64_t seed;           /* 0 = 1 */
+    /* defect injection for hostile-model tests */
+    const char *const *skip; /* NULL-terminated keys / tensor names to omit */
+    void (*extra)(gguf_writer *w, void *ud); /* called after the keys, before the tensors */
+    void (*extra_tensors)(gguf_writer *w, void *ud); /* called after the tensors */
+    void    *extra_ud;
+} g4_testgen_opts;
+
+/* Fills unset (zero) fields with the defaults above. */
+G4_INTERNAL void testgen_defaults(g4_testgen_opts *o);
+/* The E2B shape (35 layers, E 1536, real hyperparameters) for benchmarks. */
+G4_INTERNAL void testgen_e2b(g4_testgen_opts *o);
+
+G4_INTERNAL g4_status testgen_write(const char *path, const g4_testgen_opts *o, char *err, size_t errlen);
+/* Into a malloc'ed buffer (free with free()). */
+G4_INTERNAL g4_status testgen_write_mem(void **buf, size_t *len, const g4_testgen_opts *o, char *err, size_t errlen);
+
+#endif
