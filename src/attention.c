@@ -1,0 +1,228 @@
+/* attention.c - Gemma 4 self-attention: q/k/v norms, NEOX RoPE (with rope_freqs on full
+ * layers), the KV cache write, and causal / sliding-window attention with scale 1.0 and GQA.
+ *
+ * Owns: the cell layout of the KV cache (forward.h g4_kv_slot), the mapping from positions to
+ * cells (sliding layers keep a ring), and the attention arithmetic.
+ * Does not own: projections (forward.c), cache sizing (session.c).
+ *
+ * Numerics mirror llama.cpp v0.5.0 with flash attention off (gemma4-architecture.md §5.6):
+ * K and V are rounded to the cache type when stored; scores are the kernels' matmul of the
+ * K rows with q converted to K's dot type (F16 for an F16 cache, as ggml_mul_mat does);
+ * softmax in f32 with the sum in double; the probabilities are converted to V's dot type
+ * (F16 for an F16 cache) and multiplied with the transposed V rows, again by the matmul
+ * kernel. A Q8_0 V cache (llama.cpp needs flash attention for it) is read row by row.
+ *
+ * Invariant: a query at position p reads only cells of positions [lo, p] of its own
+ * sequence, all written by this or an earlier chunk (the ring holds n_swa + n_ubatch - 1
+ * cells, enough for a whole chunk; §4.5), so cells never written are never read.
+ */
+#include "forward.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kern/kern.h"
+#include "pool.h"
+#include "quant/quant.h"
+#include "quant/quant_ref.h"
+
+static inline const float *fvec(const g4_tensor *t) { return (const float *)(const void *)t->data; }
+
+/* ==== RoPE ==== */
+
+/* ref: ggml-cpu/ops.cpp ggml_compute_forward_rope_flt + ggml_rope_cache_init + rope_yarn with
+ * freq_scale 1, ext_factor 0, mscale 1: theta_scale = powf(base, -2/n_dims); the angle is
+ * built cumulatively in f32 (theta_0 = pos, theta_{j+1} = theta_j * theta_scale) and divided
+ * by the frequency factor (rope_freqs on full layers) before cosf/sinf. */
+void attn_rope_cache(g4_session *s, const g4_layer *l, int r0, int T) {
+    const float theta_scale = powf(l->rope_base, -2.0f / (float)l->n_rot);
+    const float *ff = l->swa ? NULL : s->m->rope_freqs;
+    for (int t = r0; t < T; t++) {
+        float *cs = s->rope_cs + (size_t)t * (size_t)s->head_dim_max; /* [n_rot/2] (cos, sin) */
+        float theta = (float)s->pos[t];
+        for (int i0 = 0; i0 < l->n_rot; i0 += 2) {
+            const float th = ff ? theta / ff[i0 / 2] : theta;
+            cs[i0 + 0] = cosf(th);
+            cs[i0 + 1] = sinf(th);
+            theta *= theta_scale;
+        }
+    }
+}
+
+/* NEOX (rotate-half): pair j with j + n_rot/2; dims >= n_rot pass through.
+ * ref: ops.cpp rotate_pairs(n_dims, n_dims/2, ...) */
+static void rope_neox(float *x, const float *cs, int n_rot) {
+    const int half = n_rot / 2;
+    for (int j = 0; j < half; j++) {
+        const float c = cs[2 * j], sn = cs[2 * j + 1];
+        const float x0 = x[j], x1 = x[j + half];
+        x[j]        = x0 * c - x1 * sn;
+        x[j + half] = x0 * sn + x1 * c;
+    }
+}
+
+/* ==== Q, K, V preparation ==== */
+
+/* ref: gemma4.cpp "Qcur_normed" (build_norm with attn_q_norm per head), "Qcur_pos" */
+void attn_q_prep(g4_session *s, const g4_layer *l, int r0, int T) {
+    const int hd = l->head_dim;
+    const size_t q_dim = (size_t)hd * (size_t)l->n_head;
+    const float eps = s->m->cfg.rms_eps;
+    for (int t = r0; t < T; t++) {
+        const float *cs = s->rope_cs + (size_t)t * (size_t)s->head_dim_max;
+        for (int h = 0; h < l->n_head; h++) {
+            float *q = s->Qcur + (size_t)t * q_dim + (size_t)h * (size_t)hd;
+            forward_rms_norm(q, q, fvec(l->attn_q_norm), hd, eps);
+            rope_neox(q, cs, l->n_rot);
+        }
+    }
+}
+
+/* Stores one head row x[head_dim] into K-like row storage (row-major cells). */
+static void store_row(g4_session *s, uint8_t *dst, const float *x, int hd) {
+    switch (s->kv_type) {
+    case G4_TYPE_F32: memcpy(dst, x, (size_t)hd * sizeof(float)); break;
+    case G4_TYPE_F16: {
+        uint16_t h;
+        for (int i = 0; i < hd; i++) { h = g4_f32_to_f16(x[i]); memcpy(dst + 2 * (size_t)i, &h, 2); }
+        break;
+    }
+    default: /* Q8_0: ggml's cpy f32 -> q8_0 uses the CPU from_float, the activation quantizer */
+        s->m->kern->quantize_act[G4_TYPE_Q8_0](x, dst, hd);
+        break;
+    }
+}
+
+/* ref: gemma4.cpp "Kcur_normed" (attn_k_norm), "Vcur_normed" (ggml_rms_norm, no weight),
+ * "Kcur_pos"; then llama_kv_cache::cpy_k / cpy_v (F16 by ggml_cpy, RNE; V transposed when
+ * flash attention is off). */
+void attn_kv_store(g4_session *s, const g4_layer *l, int r0, int T) {
+    const g4_kv_slot *kv = &s->kv[l->kv_slot];
+    const int hd = l->head_dim, nkv = l->n_head_kv;
+    const size_t kv_dim = (size_t)hd * (size_t)nkv, nc = (size_t)kv->n_cells;
+    const float eps = s->m->cfg.rms_eps;
+    for (int t = r0; t < T; t++) {
+        const float *cs = s->rope_cs + (size_t)t * (size_t)s->head_dim_max;
+        const size_t c = (size_t)s->pos[t] % nc; /* full layers: n_cells = n_ctx > pos */
+        for (int g = 0; g < nkv; g++) {
+            float *k = s->Kcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
+            float *v = s->Vcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
+            forward_rms_norm(k, k, fvec(l->attn_k_norm), hd, eps);
+            rope_neox(k, cs, l->n_rot);
+            forward_rms_norm(v, v, NULL, hd, eps);
+            store_row(s, kv->k + ((size_t)g * nc + c) * kv->k_row_bytes, k, hd);
+            if (s->kv_type == G4_TYPE_Q8_0) {
+                store_row(s, kv->v + ((size_t)g * nc + c) * kv->k_row_bytes, v, hd);
+            } else if (s->kv_type == G4_TYPE_F16) {
+                uint16_t *vt = (uint16_t *)(void *)kv->v + (size_t)g * (size_t)hd * nc + c;
+                for (int d = 0; d < hd; d++) vt[(size_t)d * nc] = g4_f32_to_f16(v[d]);
+            } else {
+                float *vt = (float *)(void *)kv->v + (size_t)g * (size_t)hd * nc + c;
+                for (int d = 0; d < hd; d++) vt[(size_t)d * nc] = v[d];
+            }
+        }
+    }
+}
+
+/* ==== Attention ==== */
+
+typedef struct attn_ctx {
+    g4_session *s;
+    const g4_layer *l;
+    const g4_kv_slot *kv;
+    int r0;
+} attn_ctx;
+
+/* One (row, query head): kq over the visible cells, softmax, kqv.
+ * ref: llm_graph_context::build_attn_mha, flash attention off: kq = mul_mat(k, q);
+ * ggml_soft_max_ext(kq, mask, scale 1.0) (ops.cpp ggml_compute_forward_soft_max_f32: max,
+ * exp, sum in ggml_float, scale by 1/sum); kqv = mul_mat(v, kq). */
+static void attn_one(const attn_ctx *c, int t, int h, uint8_t *ws) {
+    g4_session *s = c->s;
+    const g4_layer *l = c->l;
+    const g4_kv_slot *kv = c->kv;
+    const g4_kern *kern = s->m->kern;
+    const int hd = l->head_dim, n_gqa = l->n_head / l->n_head_kv, g = h / n_gqa;
+    const size_t q_dim = (size_t)hd * (size_t)l->n_head, nc = (size_t)kv->n_cells;
+    const int kdt = quant_traits(s->kv_type)->dot_type;
+
+    float   *kq = (float *)(void *)ws;                 /* [n_cells] scores, indexed by cell */
+    uint8_t *pq = ws + s->ws_pq;                       /* probabilities in V's dot type     */
+    uint8_t *qq = ws + s->ws_qq;                       /* q in K's dot type                 */
+    float   *o2 = (float *)(void *)(ws + s->ws_o);     /* [head_dim] partial output         */
+
+    const float *q = s->Qcur + (size_t)t * q_dim + (size_t)h * (size_t)hd;
+    float *out = s->kqv_out + (size_t)t * q_dim + (size_t)h * (size_t)hd;
+
+    /* visible positions [lo, p] (§4.5), as at most two cell ranges */
+    const int64_t p = s->pos[t];
+    int64_t lo = 0;
+    if (l->swa && p - s->m->cfg.n_swa + 1 > 0) lo = p - s->m->cfg.n_swa + 1;
+    int64_t seg[2][2];
+    int n_seg;
+    {
+        const int64_t a = lo % (int64_t)nc, b = p % (int64_t)nc;
+        G4_ASSERT(p - lo + 1 <= (int64_t)nc);
+        if (a <= b) { seg[0][0] = a; seg[0][1] = b + 1; n_seg = 1; }
+        else { seg[0][0] = a; seg[0][1] = (int64_t)nc; seg[1][0] = 0; seg[1][1] = b + 1; n_seg = 2; }
+    }
+
+    /* kq = K_g . q */
+    const uint8_t *kg = kv->k + (size_t)g * nc * kv->k_row_bytes;
+    const size_t qq_rb = kern_act_row_bytes(kdt, hd);
+    kern->quantize_act[kdt](q, qq, hd);
+    for (int i = 0; i < n_seg; i++)
+        kern->matmul[s->kv_type](kq, nc, kg, kv->k_row_bytes, qq, qq_rb, hd, seg[i][0], seg[i][1], 1);
+
+    /* softmax (scale 1.0, no soft-cap) */
+    float max = -INFINITY;
+    for (int i = 0; i < n_seg; i++)
+        for (int64_t j = seg[i][0]; j < seg[i][1]; j++) if (kq[j] > max) max = kq[j];
+    double sum = 0.0;
+    for (int i = 0; i < n_seg; i++)
+        for (int64_t j = seg[i][0]; j < seg[i][1]; j++) {
+            const float e = expf(kq[j] - max);
+            sum += (double)e;
+            kq[j] = e;
+        }
+    const float inv = (float)(1.0 / sum);
+    for (int i = 0; i < n_seg; i++)
+        for (int64_t j = seg[i][0]; j < seg[i][1]; j++) kq[j] *= inv;
+
+    /* kqv = V_g . p */
+    if (s->kv_type == G4_TYPE_Q8_0) {
+        memset(out, 0, (size_t)hd * sizeof(float));
+        const uint8_t *vg = kv->v + (size_t)g * nc * kv->k_row_bytes;
+        for (int i = 0; i < n_seg; i++)
+            for (int64_t j = seg[i][0]; j < seg[i][1]; j++) {
+                quant_dequant_row(G4_TYPE_Q8_0, vg + (size_t)j * kv->k_row_bytes, o2, hd);
+                const float pj = kq[j];
+                for (int d = 0; d < hd; d++) out[d] += pj * o2[d];
+            }
+        return;
+    }
+    const size_t esz = s->kv_type == G4_TYPE_F16 ? 2 : 4;
+    const int vdt = kdt; /* F16 -> F16, F32 -> F32 */
+    const uint8_t *vg = kv->v + (size_t)g * (size_t)hd * nc * esz; /* [hd] rows of nc cells */
+    for (int i = 0; i < n_seg; i++) {
+        const int64_t c0 = seg[i][0], n = seg[i][1] - seg[i][0];
+        kern->quantize_act[vdt](kq + c0, pq, n);
+        float *dst = i == 0 ? out : o2;
+        kern->matmul[s->kv_type](dst, (size_t)hd, vg + (size_t)c0 * esz, nc * esz, pq,
+                                 kern_act_row_bytes(vdt, n), n, 0, hd, 1);
+        if (i) for (int d = 0; d < hd; d++) out[d] += o2[d];
+    }
+}
+
+static void attn_task(void *vctx, int64_t i0, int64_t i1, int thread) {
+    const attn_ctx *c = vctx;
+    uint8_t *ws = c->s->attn_ws + (size_t)thread * c->s->attn_ws_bytes;
+    for (int64_t it = i0; it < i1; it++)
+        attn_one(c, c->r0 + (int)(it / c->l->n_head), (int)(it % c->l->n_head), ws);
+}
+
+void attn_compute(g4_session *s, const g4_layer *l, int r0, int T) {
+    attn_ctx c = { .s = s, .l = l, .kv = &s->kv[l->kv_slot], .r0 = r0 };
+    const int64_t n = (int64_t)(T - r0) * l->n_head;
+    pool_for(s->m->pool, n, 1, attn_task, &c);
+}

@@ -1,0 +1,277 @@
+/* forward.c - the Gemma 4 text decoder, hand-written: embedding -> layers -> final norm ->
+ * LM head -> soft-cap, for one chunk of at most n_ubatch tokens (prefill and decode alike).
+ *
+ * Owns: the layer loop and its schedule (which rows each layer runs on), the matmul helper
+ * (activation rows converted once to the weight's dot type, output rows split over the
+ * pool), RMSNorm, the fp16 GELU table and GeGLU, the FFN and the output head.
+ * Does not own: attention and the KV cache (attention.c), per-layer embeddings (ple.c),
+ * buffer sizing (session.c), kernels (kern/).
+ *
+ * Schedule (gemma4-architecture.md §8, performance.md §5). Layers 0..S-2 run on every row of
+ * the chunk. Layer S-1, the last one that owns K/V, writes K/V for every row; its attention,
+ * FFN and PLE block run only on the rows whose logits are wanted (the last n_out rows of the
+ * chunk), and so do layers S..L-1, the final norm and the head. Shared layers read the caches
+ * of layers S-2 / S-1, which already hold every position of the chunk. Per-row arithmetic is
+ * the same on every path, so the result does not depend on the schedule.
+ *
+ * Numerics follow llama.cpp v0.5.0's CPU backend (§5): RMSNorm squares in f32 summed in
+ * double; GELU through the fp16 table; every matmul sees its activations in the weight's dot
+ * type; scales are f32 multiplies; soft-cap = c * tanhf(x * (1/c)).
+ * No allocation here: every buffer is in the session arena.
+ */
+#include "forward.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kern/kern.h"
+#include "pool.h"
+#include "quant/quant.h"
+#include "quant/quant_ref.h"
+
+/* ==== Small numeric helpers ==== */
+
+/* ref: ggml-cpu/vec.h ggml_gelu_f32 (GELU_COEF_A, SQRT_2_OVER_PI); one operation per statement
+ * so no compiler contracts it into FMAs (that changes one table entry, §5.3). */
+static float gelu_f32(float x) {
+    const float coef_a = 0.044715f;
+    const float sqrt_2_over_pi = 0.79788456080286535587989211986876f;
+    float x2 = coef_a * x;
+    x2 = x2 * x;
+    float inner = 1.0f + x2;
+    float arg = sqrt_2_over_pi * x;
+    arg = arg * inner;
+    float th = tanhf(arg);
+    float half = 0.5f * x;
+    float one_p = 1.0f + th;
+    return half * one_p;
+}
+
+/* ref: ggml-cpu.c ggml_cpu_init: table_gelu_f16[i] = fp16(ggml_gelu_f32(fp32(i))) */
+void forward_gelu_table(uint16_t *t) {
+    for (uint32_t i = 0; i < 65536u; i++)
+        t[i] = g4_f32_to_f16(gelu_f32(g4_f16_to_f32((uint16_t)i)));
+}
+
+/* ref: ggml-cpu/ops.cpp ggml_compute_forward_rms_norm_f32, fused with ggml_mul by the weight:
+ * sum of f32 squares in double, mean = (float)(sum/n), scale = 1/sqrtf(mean+eps),
+ * y = (x*scale)*w. */
+void forward_rms_norm(float *y, const float *x, const float *w, int64_t n, float eps) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / (double)n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    if (w) for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale * w[i];
+    else   for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale;
+}
+
+static inline const float *fvec(const g4_tensor *t) { return (const float *)(const void *)t->data; }
+
+/* ==== Matmul: activations -> dot type once, rows over the pool ==== */
+
+typedef struct mm_ctx {
+    const g4_kern *kern;
+    const g4_tensor *w;
+    const float *x;        /* [n_tok][n_in] f32 */
+    uint8_t *xq;           /* [n_tok][xq_rb] converted rows */
+    size_t xq_rb;
+    int dot_type;
+    float *y;
+    size_t ldy;
+    int64_t row0;
+    int n_tok;
+    float scale;
+} mm_ctx;
+
+static void mm_quant_task(void *vctx, int64_t i0, int64_t i1, int thread) {
+    (void)thread;
+    mm_ctx *c = vctx;
+    const int64_t n_in = c->w->ne[0];
+    for (int64_t t = i0; t < i1; t++)
+        c->kern->quantize_act[c->dot_type](c->x + t * n_in, c->xq + (size_t)t * c->xq_rb, n_in);
+}
+
+static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
+    (void)thread;
+    mm_ctx *c = vctx;
+    const int64_t r0 = c->row0 + i0, r1 = c->row0 + i1;
+    c->kern->matmul[c->w->type](c->y, c->ldy, c->w->data, c->w->row_bytes, c->xq, c->xq_rb,
+                                c->w->ne[0], r0, r1, c->n_tok);
+    if (c->scale != 1.0f) /* ref: llm_graph_context::build_lora_mm, y = ggml_mul(W x, w_s) */
+        for (int t = 0; t < c->n_tok; t++) {
+            float *yt = c->y + (size_t)t * c->ldy;
+            for (int64_t r = r0; r < r1; r++) yt[r] *= c->scale;
+        }
+}
+
+/* Rows per pool chunk: about 4 chunks per thread, a multiple of 16 rows. */
+static int64_t mm_chunk(int64_t n_rows, int n_threads) {
+    if (n_threads <= 1) return n_rows;
+    int64_t c = (n_rows + 4 * (int64_t)n_threads - 1) / (4 * (int64_t)n_threads);
+    c = (c + 15) / 16 * 16;
+    return c < 16 ? 16 : c;
+}
+
+/* ref: ggml_compute_forward_mul_mat: src1 rows converted to vec_dot_type(src0) first */
+void forward_matmul(g4_session *s, const g4_tensor *w, const float *x, int n_tok,
+                    float *y, size_t ldy, int64_t row0, int64_t row1, float scale) {
+    const g4_model *m = s->m;
+    mm_ctx c = {
+        .kern = m->kern, .w = w, .x = x, .xq = s->act,
+        .dot_type = quant_traits(w->type)->dot_type,
+        .y = y, .ldy = ldy, .row0 = row0, .n_tok = n_tok, .scale = scale,
+    };
+    c.xq_rb = kern_act_row_bytes(c.dot_type, w->ne[0]);
+    G4_ASSERT(c.xq_rb <= s->act_row_max && n_tok <= s->n_ubatch && row1 <= w->ne[1]);
+    pool_for(m->pool, n_tok, 1, mm_quant_task, &c);
+    pool_for(m->pool, row1 - row0, mm_chunk(row1 - row0, s->n_threads), mm_rows_task, &c);
+}
+
+/* all output rows of w, packed: y is [n_tok][w->ne[1]] */
+static void matmul(g4_session *s, const g4_tensor *w, const float *x, int n_tok, float *y, float scale) {
+    forward_matmul(s, w, x, n_tok, y, (size_t)w->ne[1], 0, w->ne[1], scale);
+}
+
+/* ==== Embedding ==== */
+
+/* ref: gemma4.cpp graph: inpL = ggml_scale(get_rows(tok_embd, tokens), sqrtf(n_embd)),
+ * "inp_scaled"; the row lookup is a plain dequantization (no activation rounding). */
+static void embed(g4_session *s, const int32_t *tok, int T) {
+    const g4_model *m = s->m;
+    const int64_t E = m->cfg.n_embd;
+    const float sc = sqrtf((float)E);
+    for (int t = 0; t < T; t++) {
+        float *x = s->inpL + (size_t)t * E;
+        quant_dequant_row(m->token_embd->type, m->token_embd->data + (size_t)tok[t] * m->token_embd->row_bytes, x, E);
+        for (int64_t i = 0; i < E; i++) x[i] *= sc;
+    }
+}
+
+/* ==== Layer ==== */
+
+/* Rows [r0, T) of inpL: y = x + RMS(d, norm), d in place in `d` (stride n_embd).
+ * ref: gemma4.cpp "attn_post_norm" + "attn_out", "ffn_post_norm" + residual. */
+static void add_post_norm(g4_session *s, float *d, const g4_tensor *norm, int r0, int T) {
+    const int64_t E = s->m->cfg.n_embd;
+    const float eps = s->m->cfg.rms_eps;
+    for (int t = r0; t < T; t++) {
+        float *dt = d + (size_t)t * E, *xt = s->inpL + (size_t)t * E;
+        forward_rms_norm(dt, dt, fvec(norm), E, eps);
+        for (int64_t i = 0; i < E; i++) xt[i] = dt[i] + xt[i];
+    }
+}
+
+static void norm_rows(g4_session *s, float *y, const float *x, const g4_tensor *w, int r0, int T) {
+    const int64_t E = s->m->cfg.n_embd;
+    for (int t = r0; t < T; t++)
+        forward_rms_norm(y + (size_t)t * E, x + (size_t)t * E, fvec(w), E, s->m->cfg.rms_eps);
+}
+
+/* FFN on rows [r0, T) of cur (ffn_norm output); result ffn_out into cur.
+ * ref: llm_graph_context::build_ffn(LLM_FFN_GELU, LLM_FFN_PAR): down(gelu(gate x) * up x),
+ * GeGLU as ggml_vec_geglu_f32 with GGML_GELU_FP16. */
+static void ffn(g4_session *s, const g4_layer *l, int r0, int T) {
+    const int64_t E = s->m->cfg.n_embd, F = l->n_ff;
+    const int n = T - r0;
+    const uint16_t *tab = s->m->gelu_f16;
+    float *x = s->cur + (size_t)r0 * E;
+    matmul(s, l->ffn_gate, x, n, s->ffn_gate, l->scale_gate); /* [n][F] */
+    matmul(s, l->ffn_up, x, n, s->ffn_up, l->scale_up);       /* [n][F] */
+    for (size_t i = 0; i < (size_t)n * (size_t)F; i++)
+        s->ffn_gate[i] = forward_gelu(tab, s->ffn_gate[i]) * s->ffn_up[i];
+    matmul(s, l->ffn_down, s->ffn_gate, n, x, l->scale_down); /* [n][E] "ffn_out" */
+}
+
+/* Layer il. Rows [r_kv, T) go through attn_norm and, on a KV-owning layer, the K/V
+ * projections and the cache write; rows [r0, T) (r0 >= r_kv) through everything else.
+ * ref: llama_model_gemma4::graph, one iteration of the layer loop. */
+static void layer(g4_session *s, int il, int r_kv, int r0, int T) {
+    const g4_model *m = s->m;
+    const g4_layer *l = &m->layers[il];
+    const int64_t E = m->cfg.n_embd;
+    const int64_t q_dim = (int64_t)l->head_dim * l->n_head, kv_dim = (int64_t)l->head_dim * l->n_head_kv;
+    const int r_norm = l->has_kv ? r_kv : r0;
+
+    /* 1. attn_norm */
+    norm_rows(s, s->cur, s->inpL, l->attn_norm, r_norm, T);
+
+    /* RoPE angles for every row that rotates something (K from r_kv, Q from r0) */
+    attn_rope_cache(s, l, r_norm, T);
+
+    /* 3-6. K/V projections, k-norm + RoPE, v-norm, cache write; V = raw K without attn_v */
+    if (l->has_kv && r_kv < T) {
+        const int n = T - r_kv;
+        const float *h = s->cur + (size_t)r_kv * E;
+        matmul(s, l->attn_k, h, n, s->Kcur + (size_t)r_kv * kv_dim, l->scale_k);
+        if (l->v_is_k) memcpy(s->Vcur + (size_t)r_kv * kv_dim, s->Kcur + (size_t)r_kv * kv_dim, (size_t)n * (size_t)kv_dim * sizeof(float));
+        else matmul(s, l->attn_v, h, n, s->Vcur + (size_t)r_kv * kv_dim, l->scale_v);
+        attn_kv_store(s, l, r_kv, T);
+    }
+    if (r0 >= T) return;
+    const int n = T - r0;
+
+    /* 2. Q projection, q-norm, RoPE ("Qcur", "Qcur_normed", "Qcur_pos") */
+    matmul(s, l->attn_q, s->cur + (size_t)r0 * E, n, s->Qcur + (size_t)r0 * q_dim, l->scale_q);
+    attn_q_prep(s, l, r0, T);
+
+    /* 7. attention over the cache of kv_src ("kqv_out") */
+    attn_compute(s, l, r0, T);
+
+    /* 8-9. output projection, post-attention norm, residual ("attn_out") */
+    matmul(s, l->attn_output, s->kqv_out + (size_t)r0 * q_dim, n, s->cur + (size_t)r0 * E, l->scale_o);
+    add_post_norm(s, s->cur, l->post_attention_norm, r0, T);
+
+    /* 10-12. FFN ("ffn_norm", "ffn_out", "ffn_post_norm") and residual */
+    norm_rows(s, s->cur, s->inpL, l->ffn_norm, r0, T);
+    ffn(s, l, r0, T);
+    add_post_norm(s, s->cur, l->post_ffw_norm, r0, T);
+
+    /* 13. per-layer embedding block ("pe_in", "per_layer_embd_out") */
+    ple_block(s, il, r0, T);
+
+    /* 14. layer_output_scale on the whole stream ("out_scaled", "l_out") */
+    if (l->out_scale != 1.0f)
+        for (size_t i = (size_t)r0 * (size_t)E; i < (size_t)T * (size_t)E; i++) s->inpL[i] *= l->out_scale;
+}
+
+/* ==== Output ==== */
+
+/* Final norm, LM head and soft-cap for rows [r0, T) -> logits rows [0, T-r0).
+ * ref: gemma4.cpp "result_norm", build_lora_mm(output), ggml_scale(1/c) -> ggml_tanh ->
+ * ggml_scale(c), "result_output". */
+static void output(g4_session *s, int r0, int T) {
+    const g4_model *m = s->m;
+    const int64_t E = m->cfg.n_embd, V = m->cfg.n_vocab;
+    const int n = T - r0;
+    norm_rows(s, s->cur, s->inpL, m->output_norm, r0, T);
+    const g4_tensor *head = m->output ? m->output : m->token_embd; /* tied: rows [0, n_vocab) */
+    forward_matmul(s, head, s->cur + (size_t)r0 * E, n, s->logits, (size_t)V, 0, V, 1.0f);
+    const float c = m->cfg.softcap;
+    if (c != 0.0f) {
+        const float inv = 1.0f / c;
+        for (size_t i = 0; i < (size_t)n * (size_t)V; i++) s->logits[i] = tanhf(s->logits[i] * inv) * c;
+    }
+    s->n_logits = n;
+}
+
+/* ==== Chunk ==== */
+
+void forward_chunk(g4_session *s, const int32_t *tok, int T, int n_out) {
+    const g4_model *m = s->m;
+    const int L = m->cfg.n_layer, S = m->cfg.n_layer_kv;
+    const int r0 = T - n_out; /* first row that needs logits */
+    G4_ASSERT(T >= 1 && T <= s->n_ubatch && n_out >= 0 && n_out <= T && S >= 1 && S <= L);
+
+    for (int t = 0; t < T; t++) s->pos[t] = s->n_past + t;
+
+    embed(s, tok, T);
+    ple_inputs(s, tok, r0, T);
+
+    for (int il = 0; il < L; il++) {
+        if (il < S - 1) layer(s, il, 0, 0, T);        /* all rows */
+        else if (il == S - 1) layer(s, il, 0, r0, T); /* K/V for all rows, the rest for outputs */
+        else layer(s, il, r0, r0, T);                 /* KV-shared: output rows only */
+        if (r0 >= T && il >= S - 1) break;            /* no logits wanted from this chunk */
+    }
+    if (n_out > 0) output(s, r0, T);
+}

@@ -1,0 +1,159 @@
+// oracle.mjs - llama.cpp v0.5.0 (node-llama-cpp 3.22.1, CPU prebuilt) as a test oracle for
+// gemma4.c, with output that C and shell read trivially. Run it from a script file (never
+// `node -e`: node-llama-cpp's binary self-test re-spawns node with the parent's execArgv).
+//
+//   node tests/oracle/oracle.mjs run -m M.gguf --ids 2,17,33 -n 16 \
+//        [--kv f32|f16|q8_0] [--fa off|on] [-t 1] [-c N] [-b N] \
+//        [--ids-out FILE] [--logits-out FILE]
+//     Evaluates the prompt ids exactly as given (no BOS added) in one llama_decode (or in
+//     batches of -b), then decodes greedily for n steps, one token per llama_decode.
+//     stdout: the n greedy ids as one comma-separated line (same as `g4 run --ids`).
+//     --logits-out: the last prompt position's logits (after the final soft-cap) as
+//     n_vocab little-endian float32 (same as `g4 run --dump-logits`).
+//     Greedy = lowest id among the maximal logits (our own argmax, like g4's sampler).
+//
+//   node tests/oracle/oracle.mjs cmp A.f32 B.f32 [--topk 10]
+//     Compares two raw float32 logit files: prints one line
+//       nmse=<x> maxabs=<x> argmax_a=<i> argmax_b=<i> top<k>_overlap=<n>
+//     NMSE = sum((a-b)^2) / sum(a^2), with A the reference.
+//
+// Defaults are the tight-comparison settings of shared/docs/oracle.md §5: flash attention
+// off, exact thread count (1), one sequence, F32 KV cache unless --kv says otherwise.
+import {createRequire} from "node:module";
+import fs from "node:fs";
+import path from "node:path";
+import process from "node:process";
+
+function die(msg) { process.stderr.write("oracle: " + msg + "\n"); process.exit(2); }
+
+function parseRun(argv) {
+    const a = {model: null, ids: null, n: 16, kv: "F32", fa: "off", threads: 1, ctx: 0, batch: 0,
+        idsOut: null, logitsOut: null, verbose: false};
+    for (let i = 0; i < argv.length; i++) {
+        const k = argv[i];
+        const v = () => { if (i + 1 >= argv.length) die("missing value for " + k); return argv[++i]; };
+        switch (k) {
+            case "-m": case "--model": a.model = v(); break;
+            case "--ids": a.ids = v().split(",").filter(s => s.length).map(s => {
+                const x = Number(s); if (!Number.isInteger(x) || x < 0) die("bad id " + s); return x; }); break;
+            case "-n": a.n = Number(v()); break;
+            case "--kv": a.kv = v().toUpperCase(); break;
+            case "--fa": a.fa = v(); break;
+            case "-t": a.threads = Number(v()); break;
+            case "-c": a.ctx = Number(v()); break;
+            case "-b": a.batch = Number(v()); break;
+            case "--ids-out": a.idsOut = v(); break;
+            case "--logits-out": a.logitsOut = v(); break;
+            case "-v": a.verbose = true; break;
+            default: die("unknown argument " + k);
+        }
+    }
+    if (!a.model) die("-m MODEL is required");
+    if (!a.ids || a.ids.length === 0) die("--ids is required");
+    if (!Number.isInteger(a.n) || a.n < 0) die("bad -n");
+    return a;
+}
+
+function argmax(arr) {
+    let best = 0, bv = -Infinity;
+    for (let i = 0; i < arr.length; i++) if (arr[i] > bv) { bv = arr[i]; best = i; }
+    return best;
+}
+
+function dense(map, nVocab) {
+    const out = new Float32Array(nVocab).fill(NaN);
+    for (const [tok, val] of map) if (tok >= 0 && tok < nVocab) out[tok] = val;
+    return out;
+}
+
+async function run(argv) {
+    const a = parseRun(argv);
+    const here = path.dirname(new URL(import.meta.url).pathname);
+    const req = createRequire(path.join(here, "package.json"));
+    let modPath;
+    try { modPath = req.resolve("node-llama-cpp"); } catch { die("node-llama-cpp is not installed in " + here); }
+    const {getLlama, LlamaLogLevel} = await import(modPath);
+    const llama = await getLlama({
+        gpu: false, build: "never", usePrebuiltBinaries: true, skipDownload: true, progressLogs: false,
+        maxThreads: 0, logLevel: a.verbose ? LlamaLogLevel.debug : LlamaLogLevel.error,
+        logger(level, message) {
+            if (a.verbose || level === "error" || level === "fatal")
+                process.stderr.write("[llama] " + message + (message.endsWith("\n") ? "" : "\n"));
+        },
+    });
+    const model = await llama.loadModel({modelPath: a.model, gpuLayers: 0});
+    const tinfo = model.fileInfo.tensorInfo ?? [];
+    const head = tinfo.find(t => t.name === "output.weight") ?? tinfo.find(t => t.name === "token_embd.weight");
+    const nVocab = Number(head?.dimensions?.[1] ?? 0);
+    if (!(nVocab > 0)) die("cannot find the vocabulary size");
+    for (const t of a.ids) if (t >= nVocab) die("id " + t + " >= n_vocab " + nVocab);
+
+    const need = a.ids.length + a.n;
+    const ctxSize = a.ctx || Math.max(need, 64);
+    const ctx = await model.createContext({
+        contextSize: ctxSize, batchSize: a.batch || ctxSize, sequences: 1,
+        threads: {ideal: a.threads, min: a.threads},
+        flashAttention: a.fa === "on" ? true : a.fa === "off" ? false : "auto",
+        experimentalKvCacheKeyType: a.kv, experimentalKvCacheValueType: a.kv,
+        ignoreMemorySafetyChecks: true, failedCreationRemedy: false,
+    });
+    const seq = ctx.getSequence();
+    const greedy = {temperature: 0};
+    const items = a.ids.map((t, i) => i < a.ids.length - 1 ? t
+        : [t, {generateNext: {logits: true, token: true, options: greedy}}]);
+    const outs = await seq.controlledEvaluate(items);
+    const last = dense(outs[a.ids.length - 1].next.logits, nVocab);
+    if (a.logitsOut) fs.writeFileSync(a.logitsOut, Buffer.from(last.buffer, last.byteOffset, last.byteLength));
+    const gen = [];
+    let next = argmax(last);
+    for (let k = 0; k < a.n; k++) {
+        gen.push(next);
+        if (k === a.n - 1) break;
+        const o = await seq.controlledEvaluate([[next, {generateNext: {logits: true, token: true, options: greedy}}]]);
+        next = argmax(dense(o[0].next.logits, nVocab));
+    }
+    const line = gen.join(",");
+    if (a.idsOut) fs.writeFileSync(a.idsOut, line + "\n");
+    process.stdout.write(line + "\n");
+    await ctx.dispose();
+    await model.dispose();
+    await llama.dispose();
+}
+
+function readF32(file) {
+    const b = fs.readFileSync(file);
+    if (b.length % 4) die(file + ": size is not a multiple of 4");
+    const out = new Float32Array(b.length / 4);
+    for (let i = 0; i < out.length; i++) out[i] = b.readFloatLE(i * 4);
+    return out;
+}
+
+function cmp(argv) {
+    let k = 10;
+    const files = [];
+    for (let i = 0; i < argv.length; i++) {
+        if (argv[i] === "--topk") k = Number(argv[++i]);
+        else files.push(argv[i]);
+    }
+    if (files.length !== 2) die("cmp needs two files");
+    const a = readF32(files[0]), b = readF32(files[1]);
+    if (a.length !== b.length || a.length === 0) die(`length mismatch: ${a.length} vs ${b.length}`);
+    let num = 0, den = 0, maxabs = 0, bad = 0;
+    for (let i = 0; i < a.length; i++) {
+        if (!Number.isFinite(a[i]) || !Number.isFinite(b[i])) { if (!(Object.is(a[i], b[i]))) bad++; continue; }
+        const d = a[i] - b[i];
+        num += d * d; den += a[i] * a[i];
+        if (Math.abs(d) > maxabs) maxabs = Math.abs(d);
+    }
+    const nmse = bad ? Infinity : (den === 0 ? (num === 0 ? 0 : Infinity) : num / den);
+    const top = x => Array.from(x.keys()).sort((i, j) => (x[j] - x[i]) || (i - j)).slice(0, k);
+    const ta = new Set(top(a));
+    const overlap = top(b).filter(i => ta.has(i)).length;
+    process.stdout.write(`nmse=${nmse.toExponential(3)} maxabs=${maxabs.toExponential(3)} ` +
+        `argmax_a=${argmax(a)} argmax_b=${argmax(b)} top${k}_overlap=${overlap}\n`);
+}
+
+const [cmd, ...rest] = process.argv.slice(2);
+if (cmd === "run") run(rest).catch(e => { process.stderr.write("oracle: " + (e?.stack || e) + "\n"); process.exit(1); });
+else if (cmd === "cmp") cmp(rest);
+else die("usage: oracle.mjs run -m M.gguf --ids 2,3,4 [-n 16] ... | oracle.mjs cmp A.f32 B.f32");
