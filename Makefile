@@ -113,15 +113,22 @@ native:
 	$(MAKE) B=$(B)/native CFLAGS="-O2 -g -march=native"
 
 # ---- fuzzing (clang + libFuzzer) --------------------------------------------------------
-FUZZ_CC = clang
-FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+# The library is built with clang's coverage instrumentation into build/fuzz, seeds are tiny
+# models from g4-mkmodel, crashers found go to tests/fuzz/corpus (replayed by `make test`).
 FUZZ_TIME ?= 60
+FUZZ_SAN   = -fsanitize=address,undefined -fno-sanitize-recover=all
 fuzz:
-	@mkdir -p $(B)/fuzz
-	$(FUZZ_CC) $(CSTD) -D_GNU_SOURCE -DG4_BUILD -Iinclude -Isrc $(FUZZ_FLAGS) -o $(B)/fuzz/fuzz_gguf \
-	    tests/fuzz/fuzz_gguf.c $(LIB_SRC) -lm -lpthread
-	mkdir -p $(B)/fuzz/corpus && $(B)/fuzz/fuzz_gguf -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 \
-	    -max_len=65536 $(B)/fuzz/corpus tests/fuzz/corpus tests/fuzz/seeds
+	$(MAKE) B=$(B)/fuzz CC=clang CFLAGS="-g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+	        LDFLAGS="$(FUZZ_SAN)" $(B)/fuzz/libg4.a $(B)/fuzz/g4-mkmodel
+	clang $(CSTD) -D_GNU_SOURCE -DG4_BUILD -Iinclude -Isrc -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) \
+	    -o $(B)/fuzz/fuzz_gguf tests/fuzz/fuzz_gguf.c $(B)/fuzz/libg4.a -lm -lpthread
+	@mkdir -p $(B)/fuzz/seeds $(B)/fuzz/work tests/fuzz/corpus
+	$(B)/fuzz/g4-mkmodel $(B)/fuzz/seeds/tiny.gguf --layers 2 --full-every 2 --shared 0 --embd 32 \
+	    --heads 1 --head-dim 8 --head-dim-full 16 --ff 32 --ple 4 --window 4 --vocab 400 --type q8_0
+	$(B)/fuzz/g4-mkmodel $(B)/fuzz/seeds/tiny-shared.gguf --layers 4 --full-every 2 --shared 2 --embd 32 \
+	    --heads 2 --head-dim 8 --head-dim-full 16 --ff 32 --ple 0 --window 4 --vocab 400 --type q4_0 --untied
+	$(B)/fuzz/fuzz_gguf -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 -max_len=131072 -timeout=10 \
+	    -artifact_prefix=tests/fuzz/corpus/ $(B)/fuzz/work $(B)/fuzz/seeds tests/fuzz/corpus
 
 # ---- demo, bench -----------------------------------------------------------------------
 demo: all

@@ -146,6 +146,9 @@ struct g4_model {
     float         samp_top_p, samp_temp;
 };
 
+/* g4_model_open over a caller's buffer (must outlive the model): fuzzing and tests. */
+G4_INTERNAL g4_status model_open_mem(g4_model **out, const void *buf, size_t len, const char *name,
+                                     const g4_model_opts *opts, char *err, size_t errlen);
 G4_INTERNAL void g4_log(const g4_model *m, int level, const char *fmt, ...) G4_PRINTF(3, 4);
 
 #endif /* G4_IMPL_H */

@@ -436,10 +436,13 @@ static int online_cpus(void) {
     return n < 1 ? 1 : n > 512 ? 512 : (int)n;
 }
 
-static g4_status open_impl(g4_model *m, const char *path, const g4_model_opts *o, char *err, size_t errlen) {
+static g4_status open_impl(g4_model *m, const char *path, const void *buf, size_t len, const g4_model_opts *o,
+                           char *err, size_t errlen) {
     g4_status st;
     gguf_alloc ga = { o->alloc, o->alloc_ud };
-    if ((st = gguf_open(&m->gguf, path, o->no_mmap, &ga, err, errlen))) return st;
+    if (buf) st = gguf_open_mem(&m->gguf, buf, len, path, &ga, err, errlen);
+    else st = gguf_open(&m->gguf, path, o->no_mmap, &ga, err, errlen);
+    if (st) return st;
     loader ld = { .m = m, .f = m->gguf, .fname = path, .err = err, .errlen = errlen };
     const char *arch;
     uint64_t alen;
@@ -523,7 +526,8 @@ static g4_status open_impl(g4_model *m, const char *path, const g4_model_opts *o
     return G4_OK;
 }
 
-g4_status g4_model_open(g4_model **out, const char *path, const g4_model_opts *opts, char *err, size_t errlen) {
+static g4_status model_open(g4_model **out, const char *path, const void *buf, size_t len, const g4_model_opts *opts,
+                            char *err, size_t errlen) {
     if (err && errlen) err[0] = 0;
     if (!out) return g4_errf(G4_ERR_ARG, err, errlen, "g4_model_open: out is NULL");
     *out = NULL;
@@ -544,13 +548,23 @@ g4_status g4_model_open(g4_model **out, const char *path, const g4_model_opts *o
         return g4_errf(G4_ERR_NOMEM, err, errlen, "out of memory");
     }
     memcpy(m->path, path, pl + 1);
-    g4_status st = open_impl(m, path, o, err, errlen);
+    g4_status st = open_impl(m, path, buf, len, o, err, errlen);
     if (st) {
         g4_model_close(m);
         return st;
     }
     *out = m;
     return G4_OK;
+}
+
+g4_status g4_model_open(g4_model **out, const char *path, const g4_model_opts *opts, char *err, size_t errlen) {
+    return model_open(out, path, NULL, 0, opts, err, errlen);
+}
+
+g4_status model_open_mem(g4_model **out, const void *buf, size_t len, const char *name, const g4_model_opts *opts,
+                         char *err, size_t errlen) {
+    if (!buf) return g4_errf(G4_ERR_ARG, err, errlen, "model_open_mem: NULL buffer");
+    return model_open(out, name ? name : "<memory>", buf, len, opts, err, errlen);
 }
 
 void g4_model_close(g4_model *m) {

@@ -290,6 +290,10 @@ static void gen_row(const gen *g, const tspec *t, int64_t r, float *x) {
 
 static int fill(void *ud, size_t idx, void *dst, size_t nbytes) {
     const gen *g = ud;
+    if (idx >= g->n_t) { /* a tensor added by extra_tensors without data: zeros */
+        memset(dst, 0, nbytes);
+        return 0;
+    }
     const tspec *t = &g->t[idx];
     int64_t rows = t->ne1 ? t->ne1 : 1;
     uint32_t type = t->type;
