@@ -14,5 +14,17 @@ G4_INTERNAL int32_t   tok_bos(const g4_vocab *v);  /* -1 if none */
 G4_INTERNAL int32_t   tok_eos(const g4_vocab *v);  /* -1 if none */
 G4_INTERNAL int       tok_is_eog(const g4_vocab *v, int32_t id);
 G4_INTERNAL const char *tok_model_name(const g4_vocab *v); /* tokenizer.ggml.model */
+/* tokenizer.ggml.suppress_tokens that lie in [0, n_vocab) (borrowed; *n = 0 if none). */
+G4_INTERNAL const int32_t *tok_suppress(const g4_vocab *v, size_t *n);
+/* Chat-format variant read from tokenizer.chat_template markers (chat.c). */
+G4_INTERNAL void      tok_chat_variant(const g4_vocab *v, int *think_nl, int *empty_thought);
+
+/* Encodes text[0..len) (flags: G4_TOK_ADD_BOS, G4_TOK_PARSE_SPECIAL). Writes at most cap ids
+ * and sets *n_out to the number produced; G4_ERR_BUFFER when that exceeds cap. */
+G4_INTERNAL g4_status tok_encode(const g4_vocab *v, const char *text, size_t len, unsigned flags,
+                                 int32_t *out, size_t cap, size_t *n_out);
+/* The bytes of token id into buf[cap] (flags: G4_PIECE_SPECIAL), as g4_token_to_piece. */
+G4_INTERNAL g4_status tok_piece(const g4_vocab *v, int32_t id, unsigned flags, char *buf, size_t cap,
+                                size_t *n_out);
 
 #endif

@@ -1,0 +1,105 @@
+/* tok_impl.h - the vocabulary struct shared by tokenizer.c (load, validation) and
+ * tok_encode.c (encode, decode, public tokenizer API). Private to those two files.
+ *
+ * Invariants after tok_vocab_load succeeds:
+ *  - 1 <= n <= INT32_MAX; every token text is <= TOK_MAX_TEXT bytes, has no NUL byte;
+ *  - type[i] is in 1..6 (after the end-of-generation promotion, see tokenizer.c);
+ *  - byte_id[b] is a byte-type token for every b in 0..255;
+ *  - every special id (bos, eos, ...) is -1 or in [0, n);
+ *  - every merge in mtab has left and right pieces that are tokens; its result id is the
+ *    token of the concatenated text, or -1 when that text is not a token.
+ */
+#ifndef G4_TOK_IMPL_H
+#define G4_TOK_IMPL_H
+
+#include "tokenizer.h"
+
+enum { /* tokenizer.ggml.token_type values (llama.cpp llama_token_type) */
+    TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3, TT_USER = 4, TT_UNUSED = 5, TT_BYTE = 6
+};
+
+#define TOK_MAX_TEXT   65536u      /* bytes of one token text (reliability.md #45) */
+#define TOK_MAX_TMPL   (1u << 20)  /* chat template bytes inspected for markers (#49) */
+#define TOK_MAX_EOG    8
+
+typedef struct tok_slot {  /* text -> id hash slot; id -1 = empty */
+    uint32_t tag;          /* high bits of the hash, checked before the text */
+    int32_t  id;
+    uint32_t off, len;     /* the text, copied from off[id] so a probe touches one line */
+} tok_slot;
+
+typedef struct tok_merge { /* (left id, right id) -> rank; key UINT64_MAX = empty */
+    uint64_t key;          /* (uint64)left << 32 | right */
+    int32_t  rank;         /* index in tokenizer.ggml.merges (lower merges first) */
+    int32_t  id;           /* token of left+right, or -1 if that text is not a token */
+} tok_merge;
+
+struct g4_vocab {
+    g4_allocator al;
+    g4_log_fn    log;
+    void        *log_ud;
+    int32_t      n;            /* tokens */
+    char        *text;         /* [text_bytes] all token texts, each followed by a NUL */
+    size_t       text_bytes;
+    uint32_t    *off;          /* [n+1] text of token i is text[off[i] .. off[i+1]-1) */
+    uint8_t     *type;         /* [n] token type, EOG texts promoted to TT_CONTROL */
+    uint32_t     max_len;      /* longest token text */
+    tok_slot    *tab;          /* [tab_mask+1] every non-empty text -> id (later id wins) */
+    uint32_t     tab_mask;
+    tok_merge   *mtab;         /* [mtab_mask+1] */
+    size_t       mtab_mask;
+    int32_t     *merge_id;     /* [n_merges] result token of merge rank r (-1 = none) */
+    int32_t      n_merges;     /* merges stored (duplicates of a pair keep the first rank) */
+    int32_t      byte_id[256]; /* byte b -> its <0xXX> byte-type token */
+    int32_t      ascii_id[128];/* single ASCII character -> token, -1 if none */
+    /* special-token splitting (§6.2 step 1): control, user-defined and unknown tokens */
+    int32_t     *spec;         /* [n_spec] ids sorted by text length, longest first */
+    int32_t      n_spec;
+    tok_slot    *stab;         /* [stab_mask+1] special text -> id */
+    uint32_t     stab_mask;
+    int32_t      bos, eos, unk, pad, mask, eot, eom; /* -1 = none */
+    int32_t      eog[TOK_MAX_EOG];
+    int          n_eog;
+    int32_t     *suppress;     /* [n_suppress] tokenizer.ggml.suppress_tokens, in range */
+    size_t       n_suppress;
+    int          add_bos;      /* always 1 for gemma4 (llama.cpp PR #21500) */
+    char         model[32];    /* tokenizer.ggml.model */
+    int          has_template; /* tokenizer.chat_template present and inspected */
+    int          chat_think_nl;      /* template writes "<|think|>\n" */
+    int          chat_empty_thought; /* thinking off: gen prompt ends "<|channel>thought\n<channel|>" */
+};
+
+static inline uint32_t tok_len(const g4_vocab *v, int32_t id) { return v->off[id + 1] - v->off[id] - 1; }
+static inline const char *tok_str(const g4_vocab *v, int32_t id) { return v->text + v->off[id]; }
+
+/* FNV-1a, 64-bit; streaming (hash(a||b) = tok_hash_more(tok_hash(a), b)). */
+#define TOK_HASH_INIT 0xcbf29ce484222325ull
+static inline uint64_t tok_hash_more(uint64_t h, const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 0x100000001b3ull; }
+    return h;
+}
+static inline uint64_t tok_mix(uint64_t h) { /* spread FNV's weak low bits */
+    h ^= h >> 29; h *= 0xbf58476d1ce4e5b9ull; h ^= h >> 32;
+    return h;
+}
+
+/* Looks up text[0..n) in a text -> id table; -1 if absent. Two-part form for merges. */
+G4_INTERNAL int32_t tok_find2(const g4_vocab *v, const tok_slot *tab, uint32_t mask,
+                              const char *a, size_t na, const char *b, size_t nb, uint64_t h);
+static inline int32_t tok_find(const g4_vocab *v, const char *s, size_t n) {
+    return tok_find2(v, v->tab, v->tab_mask, s, n, NULL, 0, tok_mix(tok_hash_more(TOK_HASH_INIT, s, n)));
+}
+/* Merge lookup: rank and result (*res) of the pair (l, r), or -1. */
+static inline int32_t tok_merge_find(const g4_vocab *v, int32_t l, int32_t r, int32_t *res) {
+    uint64_t key = (uint64_t)(uint32_t)l << 32 | (uint32_t)r;
+    size_t i = (size_t)(tok_mix(key * 0x9e3779b97f4a7c15ull) & v->mtab_mask);
+    for (;;) {
+        const tok_merge *e = &v->mtab[i];
+        if (e->key == key) { *res = e->id; return e->rank; }
+        if (e->key == UINT64_MAX) return -1;
+        i = (i + 1) & v->mtab_mask;
+    }
+}
+
+#endif

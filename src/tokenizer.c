@@ -1,0 +1,525 @@
+/* tokenizer.c - builds and validates the gemma4 vocabulary from a GGUF's tokenizer.ggml.* keys.
+ *
+ * Owns: reading tokens, token types, scores (validated, unused), merges, special ids,
+ * suppress_tokens and the chat-template markers; the text -> id and (left, right) -> merge
+ * hash tables; the 256-entry byte-token table; the end-of-generation set. Encoding and
+ * decoding live in tok_encode.c. Rules: shared/docs/gemma4-architecture.md §6,
+ * reliability.md #41-#49. Every message names the file, the key and the index.
+ *
+ * Policy decisions (documented in the architecture notes):
+ *  - duplicate token texts load; text lookup gives the later id; one warning (§6.5);
+ *  - byte fallback uses the byte-type tokens, which must cover 0x00..0xFF exactly once;
+ *  - a merge whose pieces are not tokens is rejected; a merge whose concatenation is not a
+ *    token is kept (its result falls back to bytes, as llama.cpp does);
+ *  - absent special-id keys mean "none" (llama.cpp has no gemma4 defaults); present ones
+ *    must be in range; BOS is required because gemma4 always adds it;
+ *  - "<eos>", "<turn|>", "<|tool_response>" are end-of-generation and treated as control
+ *    tokens whatever their stored type (llama.cpp does the same).
+ */
+#include "tok_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ==== Logging and helpers ==== */
+
+static void vlog(const g4_vocab *v, int level, const char *fmt, ...) G4_PRINTF(3, 4);
+static void vlog(const g4_vocab *v, int level, const char *fmt, ...) {
+    if (!v->log) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    v->log(v->log_ud, level, msg);
+}
+
+/* Escapes untrusted token text for messages: printable ASCII as is, the rest as \xHH. */
+static const char *esc(const char *s, size_t n, char *buf, size_t cap) {
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 5 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\') buf[o++] = (char)c;
+        else o += (size_t)snprintf(buf + o, cap - o, "\\x%02X", c);
+    }
+    if (o + 5 >= cap && cap > 4) { buf[cap - 4] = '.'; buf[cap - 3] = '.'; buf[cap - 2] = '.'; o = cap - 1; }
+    buf[o] = 0;
+    return buf;
+}
+
+int32_t tok_find2(const g4_vocab *v, const tok_slot *tab, uint32_t mask, const char *a, size_t na,
+                  const char *b, size_t nb, uint64_t h) {
+    uint32_t tag = (uint32_t)(h >> 32);
+    size_t   n = na + nb;
+    for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
+        const tok_slot *e = &tab[i];
+        if (e->id < 0) return -1;
+        if (e->tag != tag || e->len != n) continue;
+        const char *t = v->text + e->off;
+        if (memcmp(t, a, na) == 0 && (nb == 0 || memcmp(t + na, b, nb) == 0)) return e->id;
+    }
+}
+
+/* Inserts id under its text; returns the id it replaced (duplicate text) or -1. */
+static int32_t tab_put(g4_vocab *v, tok_slot *tab, uint32_t mask, int32_t id) {
+    const char *s = tok_str(v, id);
+    size_t      n = tok_len(v, id);
+    uint64_t    h = tok_mix(tok_hash_more(TOK_HASH_INIT, s, n));
+    uint32_t    tag = (uint32_t)(h >> 32);
+    for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
+        tok_slot *e = &tab[i];
+        if (e->id < 0) { e->tag = tag; e->id = id; e->off = v->off[id]; e->len = (uint32_t)n; return -1; }
+        if (e->tag == tag && e->len == n && memcmp(v->text + e->off, s, n) == 0) {
+            int32_t old = e->id;
+            e->id = id; /* the later id wins (reliability.md #45) */
+            e->off = v->off[id];
+            return old;
+        }
+    }
+}
+
+static uint32_t pow2_at_least(uint64_t n) {
+    uint64_t p = 16;
+    while (p < n) p <<= 1;
+    return (uint32_t)p;
+}
+
+void tok_vocab_free(g4_vocab *v) {
+    if (!v) return;
+    const g4_allocator al = v->al;
+    g4_free(&al, v->text, v->text_bytes);
+    g4_free(&al, v->off, ((size_t)v->n + 1) * sizeof *v->off);
+    g4_free(&al, v->type, (size_t)v->n);
+    g4_free(&al, v->tab, ((size_t)v->tab_mask + 1) * sizeof *v->tab);
+    if (v->mtab) g4_free(&al, v->mtab, (v->mtab_mask + 1) * sizeof *v->mtab);
+    g4_free(&al, v->merge_id, (size_t)v->n_merges * sizeof *v->merge_id);
+    g4_free(&al, v->spec, (size_t)v->n_spec * sizeof *v->spec);
+    if (v->stab) g4_free(&al, v->stab, ((size_t)v->stab_mask + 1) * sizeof *v->stab);
+    g4_free(&al, v->suppress, v->n_suppress * sizeof *v->suppress);
+    g4_free(&al, v, sizeof *v);
+}
+
+/* ==== Tokens, types, scores ==== */
+
+static g4_status load_tokens(g4_vocab *v, const gguf_file *f, char *err, size_t errlen) {
+    const char *fn = gguf_name(f);
+    const gguf_kv *kv = NULL;
+    g4_status st = gguf_get_arr(f, "tokenizer.ggml.tokens", 1, 1u << GGUF_STRING, &kv, NULL, err, errlen);
+    if (st != G4_OK) return st;
+    if (kv->n == 0 || kv->n > INT32_MAX - 1)
+        return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.tokens: %llu tokens (need 1..%d)",
+                       fn, (unsigned long long)kv->n, INT32_MAX - 1);
+    size_t nt = (size_t)kv->n;
+    v->text = g4_malloc(&v->al, kv->soff[nt]);
+    if (v->text) v->text_bytes = kv->soff[nt];
+    v->off = g4_malloc(&v->al, (nt + 1) * sizeof *v->off);
+    v->type = g4_calloc(&v->al, nt, 1);
+    if (v->off && v->type) v->n = (int32_t)nt; /* sizes for tok_vocab_free */
+    else { g4_free(&v->al, v->off, (nt + 1) * sizeof *v->off); g4_free(&v->al, v->type, nt); v->off = NULL; v->type = NULL; }
+    if (!v->text || !v->off || !v->type)
+        return g4_errf(G4_ERR_NOMEM, err, errlen, "%s: out of memory for %zu tokens", fn, nt);
+    memcpy(v->text, kv->sblob, v->text_bytes);
+    memcpy(v->off, kv->soff, ((size_t)v->n + 1) * sizeof *v->off);
+
+    /* token_type: required (byte fallback needs the byte-type tokens) */
+    const gguf_kv *tt = NULL;
+    st = gguf_get_arr(f, "tokenizer.ggml.token_type", 1, 1u << GGUF_INT32, &tt, NULL, err, errlen);
+    if (st != G4_OK) return st;
+    if (tt->n != kv->n)
+        return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.token_type: %llu entries, expected %d (one per token)",
+                       fn, (unsigned long long)tt->n, v->n);
+    const int32_t *types = tt->arr;
+    for (int32_t i = 0; i < v->n; i++) {
+        int32_t t = types[i];
+        if (t < TT_NORMAL || t > TT_BYTE)
+            return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.token_type[%d] = %d: outside 1..6", fn, i, t);
+        v->type[i] = (uint8_t)t;
+    }
+
+    /* scores: optional and unused by gemma4, but must match when present */
+    const gguf_kv *sc = NULL;
+    int found = 0;
+    st = gguf_get_arr(f, "tokenizer.ggml.scores", 0, 1u << GGUF_FLOAT32, &sc, &found, err, errlen);
+    if (st != G4_OK) return st;
+    if (found && sc->n != kv->n)
+        return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.scores: %llu entries, expected %d (one per token)",
+                       fn, (unsigned long long)sc->n, v->n);
+
+    /* texts: cap, no NUL, non-empty unless unused */
+    char e[64];
+    for (int32_t i = 0; i < v->n; i++) {
+        uint32_t n = tok_len(v, i);
+        const char *s = tok_str(v, i);
+        if (n > TOK_MAX_TEXT)
+            return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.tokens[%d]: %u bytes (limit %u)", fn, i, n, TOK_MAX_TEXT);
+        if (n == 0 && v->type[i] != TT_UNUSED)
+            return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.tokens[%d]: empty text (type %d)", fn, i, v->type[i]);
+        if (memchr(s, 0, n))
+            return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.tokens[%d] '%s': contains a NUL byte", fn, i,
+                           esc(s, n, e, sizeof e));
+        if (n > v->max_len) v->max_len = n;
+    }
+    return G4_OK;
+}
+
+static g4_status build_text_table(g4_vocab *v, const gguf_file *f, char *err, size_t errlen) {
+    const char *fn = gguf_name(f);
+    uint32_t sz = pow2_at_least((uint64_t)v->n * 2);
+    v->tab = g4_malloc(&v->al, (size_t)sz * sizeof *v->tab);
+    if (!v->tab) return g4_errf(G4_ERR_NOMEM, err, errlen, "%s: out of memory for the token table", fn);
+    memset(v->tab, 0xff, (size_t)sz * sizeof *v->tab);
+    v->tab_mask = sz - 1;
+    int32_t n_dup = 0;
+    char msg[256];
+    size_t mo = 0;
+    msg[0] = 0;
+    for (int32_t i = 0; i < v->n; i++) {
+        if (tok_len(v, i) == 0) continue;
+        int32_t old = tab_put(v, v->tab, v->tab_mask, i);
+        if (old >= 0) {
+            if (n_dup < 4 && mo < sizeof msg - 64) {
+                char e[40];
+                mo += (size_t)snprintf(msg + mo, sizeof msg - mo, "%s'%s' (%d, %d)", n_dup ? ", " : "",
+                                       esc(tok_str(v, i), tok_len(v, i), e, sizeof e), old, i);
+            }
+            n_dup++;
+        }
+    }
+    if (n_dup)
+        vlog(v, G4_LOG_WARN, "%s: tokenizer.ggml.tokens: %d duplicate token texts, text lookup uses the later id: %s%s",
+             fn, n_dup, msg, n_dup > 4 ? ", ..." : "");
+    for (int c = 0; c < 128; c++) {
+        char ch = (char)c;
+        v->ascii_id[c] = tok_find(v, &ch, 1);
+    }
+    return G4_OK;
+}
+
+/* ==== Byte tokens ==== */
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+static g4_status build_byte_table(g4_vocab *v, const gguf_file *f, char *err, size_t errlen) {
+    const char *fn = gguf_name(f);
+    for (int b = 0; b < 256; b++) v->byte_id[b] = -1;
+    char e[64];
+    for (int32_t i = 0; i < v->n; i++) {
+        if (v->type[i] != TT_BYTE) continue;
+        const char *s = tok_str(v, i);
+        uint32_t    n = tok_len(v, i);
+        int hi = n == 6 ? hexval(s[3]) : -1, lo = n == 6 ? hexval(s[4]) : -1;
+        if (n != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>' || hi < 0 || lo < 0)
+            return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.tokens[%d] '%s': byte token is not <0xHH>",
+                           fn, i, esc(s, n, e, sizeof e));
+        int b = hi * 16 + lo;
+        if (v->byte_id[b] >= 0)
+            return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.tokens[%d]: byte token <0x%02X> duplicates token %d",
+                           fn, i, b, v->byte_id[b]);
+        v->byte_id[b] = i;
+    }
+    for (int b = 0; b < 256; b++)
+        if (v->byte_id[b] < 0)
+            return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.tokens: byte token <0x%02X> is missing "
+                           "(byte fallback needs all 256 byte-type tokens)", fn, b);
+    return G4_OK;
+}
+
+/* ==== Merges ==== */
+
+static g4_status load_merges(g4_vocab *v, const gguf_file *f, char *err, size_t errlen) {
+    const char *fn = gguf_name(f);
+    const gguf_kv *kv = NULL;
+    g4_status st = gguf_get_arr(f, "tokenizer.ggml.merges", 1, 1u << GGUF_STRING, &kv, NULL, err, errlen);
+    if (st != G4_OK) return st;
+    if (kv->n > INT32_MAX)
+        return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.merges: %llu merges (limit %d)", fn,
+                       (unsigned long long)kv->n, INT32_MAX);
+    size_t nm = (size_t)kv->n;
+    size_t sz = pow2_at_least((uint64_t)nm * 2 + 16);
+    v->mtab = g4_malloc(&v->al, sz * sizeof *v->mtab);
+    if (v->mtab) v->mtab_mask = sz - 1;
+    v->merge_id = nm ? g4_malloc(&v->al, nm * sizeof *v->merge_id) : NULL;
+    if (v->merge_id) v->n_merges = (int32_t)nm;
+    if (!v->mtab || (nm && !v->merge_id))
+        return g4_errf(G4_ERR_NOMEM, err, errlen, "%s: out of memory for %zu merges", fn, nm);
+    memset(v->mtab, 0xff, sz * sizeof *v->mtab);
+    /* Three hash lookups and one insert per merge, each a likely cache miss on the real
+     * vocabulary (514,906 merges): done in blocks, prefetching every stage's lines first. */
+    enum { BLK = 64 };
+    struct { const char *s, *sp; size_t nl, nr; uint64_t h[3]; int32_t id[3]; size_t mi; uint64_t key; } b[BLK];
+    char e[64];
+    for (size_t r0 = 0; r0 < nm; r0 += BLK) {
+        size_t nb = nm - r0 < BLK ? nm - r0 : BLK;
+        for (size_t j = 0; j < nb; j++) {
+            size_t      r = r0 + j;
+            uint64_t    len;
+            const char *s = gguf_arr_str(kv, r, &len);
+            /* split at the first space after the first byte (llama.cpp: find(' ', 1)) */
+            const char *sp = len > 1 ? memchr(s + 1, ' ', (size_t)len - 1) : NULL;
+            if (!sp || sp + 1 == s + len || memchr(sp + 1, ' ', (size_t)(s + len - sp - 1)))
+                return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.merges[%zu] '%s': not two pieces "
+                               "separated by one space", fn, r, esc(s, (size_t)len, e, sizeof e));
+            b[j].s = s;
+            b[j].sp = sp + 1;
+            b[j].nl = (size_t)(sp - s);
+            b[j].nr = (size_t)(len - b[j].nl - 1);
+            uint64_t hl = tok_hash_more(TOK_HASH_INIT, s, b[j].nl);
+            b[j].h[0] = tok_mix(hl);
+            b[j].h[1] = tok_mix(tok_hash_more(TOK_HASH_INIT, b[j].sp, b[j].nr));
+            b[j].h[2] = tok_mix(tok_hash_more(hl, b[j].sp, b[j].nr));
+            for (int k = 0; k < 3; k++) __builtin_prefetch(&v->tab[(uint32_t)b[j].h[k] & v->tab_mask]);
+        }
+        for (size_t j = 0; j < nb; j++) /* the text of the first slot: usually the match */
+            for (int k = 0; k < 3; k++) {
+                const tok_slot *sl = &v->tab[(uint32_t)b[j].h[k] & v->tab_mask];
+                if (sl->id >= 0) __builtin_prefetch(v->text + sl->off);
+            }
+        for (size_t j = 0; j < nb; j++) {
+            b[j].id[0] = tok_find2(v, v->tab, v->tab_mask, b[j].s, b[j].nl, NULL, 0, b[j].h[0]);
+            b[j].id[1] = tok_find2(v, v->tab, v->tab_mask, b[j].sp, b[j].nr, NULL, 0, b[j].h[1]);
+            b[j].id[2] = tok_find2(v, v->tab, v->tab_mask, b[j].s, b[j].nl, b[j].sp, b[j].nr, b[j].h[2]);
+            if (b[j].id[0] < 0 || b[j].id[1] < 0)
+                return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.merges[%zu] '%s': %s piece is not a token",
+                               fn, r0 + j, esc(b[j].s, b[j].nl + b[j].nr + 1, e, sizeof e), b[j].id[0] < 0 ? "left" : "right");
+            b[j].key = (uint64_t)(uint32_t)b[j].id[0] << 32 | (uint32_t)b[j].id[1];
+            b[j].mi = (size_t)(tok_mix(b[j].key * 0x9e3779b97f4a7c15ull) & v->mtab_mask);
+            __builtin_prefetch(&v->mtab[b[j].mi], 1);
+        }
+        for (size_t j = 0; j < nb; j++) {
+            v->merge_id[r0 + j] = b[j].id[2];
+            for (size_t i = b[j].mi;; i = (i + 1) & v->mtab_mask) {
+                tok_merge *m = &v->mtab[i];
+                if (m->key == b[j].key) break; /* duplicate pair: the first (lowest) rank stays */
+                if (m->key == UINT64_MAX) { m->key = b[j].key; m->rank = (int32_t)(r0 + j); m->id = b[j].id[2]; break; }
+            }
+        }
+    }
+    return G4_OK;
+}
+
+/* ==== Special ids, end of generation, special-token candidates ==== */
+
+static g4_status get_id(g4_vocab *v, const gguf_file *f, const char *key, int32_t *out, char *err, size_t errlen) {
+    *out = -1;
+    const gguf_kv *kv = gguf_find(f, key);
+    if (!kv) return G4_OK; /* gemma4 has no default special ids */
+    int64_t id;
+    if (kv->type == GGUF_UINT32) id = kv->v.u32;
+    else if (kv->type == GGUF_INT32) id = kv->v.i32;
+    else
+        return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: %s: type %s, expected u32", gguf_name(f), key, gguf_vtype_name(kv->type));
+    if (id < 0 || id >= v->n)
+        return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: %s = %lld: outside the vocabulary [0, %d)", gguf_name(f), key,
+                       (long long)id, v->n);
+    *out = (int32_t)id;
+    return G4_OK;
+}
+
+static void add_eog(g4_vocab *v, int32_t id) {
+    if (id < 0) return;
+    for (int i = 0; i < v->n_eog; i++) if (v->eog[i] == id) return;
+    if (v->n_eog < TOK_MAX_EOG) v->eog[v->n_eog++] = id;
+}
+
+static int spec_cmp_len(const g4_vocab *v, int32_t a, int32_t b) {
+    uint32_t la = tok_len(v, a), lb = tok_len(v, b);
+    if (la != lb) return la > lb ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+static g4_status load_specials(g4_vocab *v, const gguf_file *f, char *err, size_t errlen) {
+    const char *fn = gguf_name(f);
+    g4_status st;
+    if ((st = get_id(v, f, "tokenizer.ggml.bos_token_id", &v->bos, err, errlen)) != G4_OK) return st;
+    if ((st = get_id(v, f, "tokenizer.ggml.eos_token_id", &v->eos, err, errlen)) != G4_OK) return st;
+    if ((st = get_id(v, f, "tokenizer.ggml.unknown_token_id", &v->unk, err, errlen)) != G4_OK) return st;
+    if ((st = get_id(v, f, "tokenizer.ggml.padding_token_id", &v->pad, err, errlen)) != G4_OK) return st;
+    if ((st = get_id(v, f, "tokenizer.ggml.mask_token_id", &v->mask, err, errlen)) != G4_OK) return st;
+    if ((st = get_id(v, f, "tokenizer.ggml.eot_token_id", &v->eot, err, errlen)) != G4_OK) return st;
+    if ((st = get_id(v, f, "tokenizer.ggml.eom_token_id", &v->eom, err, errlen)) != G4_OK) return st;
+    int add_bos = 1, found = 0;
+    if ((st = gguf_get_bool(f, "tokenizer.ggml.add_bos_token", 0, &add_bos, &found, err, errlen)) != G4_OK) return st;
+    if (found && !add_bos)
+        vlog(v, G4_LOG_INFO, "%s: tokenizer.ggml.add_bos_token = false overridden: gemma4 always adds BOS", fn);
+    v->add_bos = 1;
+    if (v->bos < 0)
+        return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.bos_token_id: missing, but gemma4 always adds BOS", fn);
+
+    /* end of generation: the declared ids plus the gemma4 texts (llama.cpp llama-vocab.cpp) */
+    static const char *const eog_text[] = {"<eos>", "<turn|>", "<|tool_response>"};
+    add_eog(v, v->eos);
+    add_eog(v, v->eot);
+    add_eog(v, v->eom);
+    for (size_t k = 0; k < sizeof eog_text / sizeof eog_text[0]; k++) {
+        int32_t id = tok_find(v, eog_text[k], strlen(eog_text[k]));
+        if (id < 0) continue;
+        add_eog(v, id);
+        if (v->type[id] != TT_CONTROL) {
+            if (v->type[id] != TT_USER)
+                vlog(v, G4_LOG_WARN, "%s: token %d '%s' has type %d; treated as a control token", fn, id, eog_text[k], v->type[id]);
+            v->type[id] = TT_CONTROL;
+        }
+    }
+
+    /* candidates for special-token splitting */
+    int32_t ns = 0;
+    for (int32_t i = 0; i < v->n; i++) {
+        int t = v->type[i];
+        if ((t == TT_CONTROL || t == TT_USER || t == TT_UNKNOWN) && tok_len(v, i) > 0) ns++;
+    }
+    if (ns == 0) return G4_OK;
+    v->spec = g4_malloc(&v->al, (size_t)ns * sizeof *v->spec);
+    if (v->spec) v->n_spec = ns;
+    uint32_t sz = pow2_at_least((uint64_t)ns * 2);
+    v->stab = g4_malloc(&v->al, (size_t)sz * sizeof *v->stab);
+    if (v->stab) v->stab_mask = sz - 1;
+    if (!v->spec || !v->stab) return g4_errf(G4_ERR_NOMEM, err, errlen, "%s: out of memory for special tokens", fn);
+    memset(v->stab, 0xff, (size_t)sz * sizeof *v->stab);
+    ns = 0;
+    for (int32_t i = 0; i < v->n; i++) {
+        int t = v->type[i];
+        if ((t == TT_CONTROL || t == TT_USER || t == TT_UNKNOWN) && tok_len(v, i) > 0) {
+            v->spec[ns++] = i;
+            tab_put(v, v->stab, v->stab_mask, i);
+        }
+    }
+    /* insertion sort is too slow for hostile vocabularies: merge sort via a temp buffer */
+    int32_t *tmp = g4_malloc(&v->al, (size_t)ns * sizeof *tmp);
+    if (!tmp) return g4_errf(G4_ERR_NOMEM, err, errlen, "%s: out of memory for special tokens", fn);
+    for (int32_t w = 1; w < ns; w *= 2) {
+        for (int32_t lo = 0; lo < ns; lo += 2 * w) {
+            int32_t mid = lo + w < ns ? lo + w : ns, hi = lo + 2 * w < ns ? lo + 2 * w : ns;
+            int32_t a = lo, b = mid, o = lo;
+            while (a < mid && b < hi) tmp[o++] = spec_cmp_len(v, v->spec[a], v->spec[b]) <= 0 ? v->spec[a++] : v->spec[b++];
+            while (a < mid) tmp[o++] = v->spec[a++];
+            while (b < hi) tmp[o++] = v->spec[b++];
+        }
+        memcpy(v->spec, tmp, (size_t)ns * sizeof *tmp);
+    }
+    g4_free(&v->al, tmp, (size_t)ns * sizeof *tmp);
+    return G4_OK;
+}
+
+/* ==== suppress_tokens, precompiled_charsmap, chat template ==== */
+
+static g4_status load_extras(g4_vocab *v, const gguf_file *f, char *err, size_t errlen) {
+    const char *fn = gguf_name(f);
+    const gguf_kv *kv = NULL;
+    int found = 0;
+    g4_status st = gguf_get_arr(f, "tokenizer.ggml.suppress_tokens", 0, 1u << GGUF_INT32, &kv, &found, err, errlen);
+    if (st != G4_OK) return st;
+    if (found && kv->n) {
+        const int32_t *ids = kv->arr;
+        size_t n_ok = 0, n_bad = 0;
+        for (uint64_t i = 0; i < kv->n; i++) (ids[i] >= 0 && ids[i] < v->n) ? n_ok++ : n_bad++;
+        if (n_bad)
+            vlog(v, G4_LOG_WARN, "%s: tokenizer.ggml.suppress_tokens: %zu ids outside [0, %d) dropped", fn, n_bad, v->n);
+        if (n_ok) {
+            v->suppress = g4_malloc(&v->al, n_ok * sizeof *v->suppress);
+            if (!v->suppress) return g4_errf(G4_ERR_NOMEM, err, errlen, "%s: out of memory", fn);
+            for (uint64_t i = 0; i < kv->n; i++)
+                if (ids[i] >= 0 && ids[i] < v->n) v->suppress[v->n_suppress++] = ids[i];
+        }
+    }
+
+    /* unused by gemma4, but a blob shorter than its header is a malformed file (#47) */
+    kv = gguf_find(f, "tokenizer.ggml.precompiled_charsmap");
+    if (kv) {
+        if (kv->type != GGUF_ARRAY || (kv->arr_type != GGUF_UINT8 && kv->arr_type != GGUF_INT8))
+            return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.precompiled_charsmap: expected an array of u8", fn);
+        if (kv->n > 0) {
+            const uint8_t *p = kv->arr;
+            uint64_t xcda = kv->n >= 4 ? (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 : 0;
+            if (kv->n < 4 || xcda > kv->n - 4)
+                return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.precompiled_charsmap: %llu bytes, "
+                               "shorter than its header", fn, (unsigned long long)kv->n);
+        }
+    }
+
+    const char *tmpl = NULL;
+    uint64_t tlen = 0;
+    st = gguf_get_str(f, "tokenizer.chat_template", 0, &tmpl, &tlen, &found, err, errlen);
+    if (st != G4_OK) return st;
+    /* defaults without a template: the template inside llama.cpp's gemma-4 vocab file */
+    v->chat_think_nl = 0;
+    v->chat_empty_thought = 1;
+    if (found && tlen > TOK_MAX_TMPL) {
+        vlog(v, G4_LOG_WARN, "%s: tokenizer.chat_template: %llu bytes (limit %u), ignored", fn, (unsigned long long)tlen, TOK_MAX_TMPL);
+    } else if (found) {
+        /* known markers (gemma4-architecture.md §7): the source writes these as Jinja string
+         * literals, so "\n" appears as a backslash and an 'n' */
+        static const char think_nl[] = "'<|think|>\\n'";
+        static const char thought[] = "<|channel>thought\\n<channel|>";
+        v->has_template = 1;
+        v->chat_think_nl = memmem(tmpl, (size_t)tlen, think_nl, sizeof think_nl - 1) != NULL;
+        v->chat_empty_thought = memmem(tmpl, (size_t)tlen, thought, sizeof thought - 1) != NULL;
+    }
+    return G4_OK;
+}
+
+/* ==== Entry point ==== */
+
+g4_status tok_vocab_load(g4_vocab **out, const gguf_file *f, const g4_allocator *al, g4_log_fn log, void *log_ud,
+                         char *err, size_t errlen) {
+    if (!out) return g4_errf(G4_ERR_ARG, err, errlen, "tok_vocab_load: out is NULL");
+    *out = NULL;
+    if (!f || !al) return g4_errf(G4_ERR_ARG, err, errlen, "tok_vocab_load: NULL file or allocator");
+    g4_vocab *v = g4_calloc(al, 1, sizeof *v);
+    if (!v) return g4_errf(G4_ERR_NOMEM, err, errlen, "%s: out of memory", gguf_name(f));
+    v->al = *al;
+    v->log = log;
+    v->log_ud = log_ud;
+    v->bos = v->eos = v->unk = v->pad = v->mask = v->eot = v->eom = -1;
+
+    const char *model = NULL;
+    uint64_t mlen = 0;
+    g4_status st = gguf_get_str(f, "tokenizer.ggml.model", 1, &model, &mlen, NULL, err, errlen);
+    if (st == G4_OK && (mlen != 6 || memcmp(model, "gemma4", 6) != 0)) {
+        char e[64];
+        st = g4_errf(G4_ERR_UNSUPPORTED, err, errlen, "%s: tokenizer.ggml.model = '%s': only 'gemma4' is supported",
+                     gguf_name(f), esc(model, (size_t)mlen, e, sizeof e));
+    }
+    if (st == G4_OK) {
+        memcpy(v->model, model, (size_t)mlen);
+        st = load_tokens(v, f, err, errlen);
+    }
+    if (st == G4_OK) st = build_text_table(v, f, err, errlen);
+    if (st == G4_OK) st = build_byte_table(v, f, err, errlen);
+    if (st == G4_OK) st = load_merges(v, f, err, errlen);
+    if (st == G4_OK) st = load_specials(v, f, err, errlen);
+    if (st == G4_OK) st = load_extras(v, f, err, errlen);
+    if (st != G4_OK) {
+        tok_vocab_free(v);
+        return st;
+    }
+    *out = v;
+    return G4_OK;
+}
+
+/* ==== Accessors ==== */
+
+int32_t tok_n_vocab(const g4_vocab *v) { return v ? v->n : 0; }
+int32_t tok_bos(const g4_vocab *v) { return v ? v->bos : -1; }
+int32_t tok_eos(const g4_vocab *v) { return v ? v->eos : -1; }
+const char *tok_model_name(const g4_vocab *v) { return v ? v->model : ""; }
+
+int tok_is_eog(const g4_vocab *v, int32_t id) {
+    if (!v) return 0;
+    for (int i = 0; i < v->n_eog; i++) if (v->eog[i] == id) return 1;
+    return 0;
+}
+
+const int32_t *tok_suppress(const g4_vocab *v, size_t *n) {
+    *n = v ? v->n_suppress : 0;
+    return v ? v->suppress : NULL;
+}
+
+void tok_chat_variant(const g4_vocab *v, int *think_nl, int *empty_thought) {
+    *think_nl = v ? v->chat_think_nl : 0;
+    *empty_thought = v ? v->chat_empty_thought : 1;
+}
