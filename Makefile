@@ -124,9 +124,9 @@ fuzz:
 	    -o $(B)/fuzz/fuzz_gguf tests/fuzz/fuzz_gguf.c $(B)/fuzz/libg4.a -lm -lpthread
 	@mkdir -p $(B)/fuzz/seeds $(B)/fuzz/work tests/fuzz/corpus
 	$(B)/fuzz/g4-mkmodel $(B)/fuzz/seeds/tiny.gguf --layers 2 --full-every 2 --shared 0 --embd 32 \
-	    --heads 1 --head-dim 8 --head-dim-full 16 --ff 32 --ple 4 --window 4 --vocab 400 --type q8_0
+	    --heads 2 --head-dim 16 --head-dim-full 32 --ff 32 --ple 32 --window 4 --vocab 400 --type q8_0
 	$(B)/fuzz/g4-mkmodel $(B)/fuzz/seeds/tiny-shared.gguf --layers 4 --full-every 2 --shared 2 --embd 32 \
-	    --heads 2 --head-dim 8 --head-dim-full 16 --ff 32 --ple 0 --window 4 --vocab 400 --type q4_0 --untied
+	    --heads 2 --head-dim 16 --head-dim-full 32 --ff 32 --ple 0 --window 4 --vocab 400 --type q4_0 --untied
 	$(B)/fuzz/fuzz_gguf -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 -max_len=131072 -timeout=10 \
 	    -artifact_prefix=tests/fuzz/corpus/ $(B)/fuzz/work $(B)/fuzz/seeds tests/fuzz/corpus
 

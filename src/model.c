@@ -99,7 +99,8 @@ static g4_status load_swa_pattern(loader *ld, uint32_t L, int *swa) {
     return G4_OK;
 }
 
-static g4_status load_hparams(loader *ld, int **swa_out, uint32_t **ff_out, uint32_t **nh_out, uint32_t **nkv_out) {
+static g4_status load_hparams(loader *ld, uint32_t *n_alloc, int **swa_out, uint32_t **ff_out, uint32_t **nh_out,
+                              uint32_t **nkv_out) {
     g4_model *m = ld->m;
     gguf_file *f = ld->f;
     g4_config *c = &m->cfg;
@@ -138,6 +139,7 @@ static g4_status load_hparams(loader *ld, int **swa_out, uint32_t **ff_out, uint
     if (rsf != 1.0f && rsf != 0.0f)
         return lerr(ld, G4_ERR_UNSUPPORTED, "key 'gemma4.rope.scaling.factor' is %g: RoPE scaling is not supported", (double)rsf);
 
+    *n_alloc = L; /* the caller frees the four arrays with this count */
     int *swa = g4_calloc(&m->al, L, sizeof *swa);
     uint32_t *ff = g4_calloc(&m->al, L, sizeof *ff), *nh = g4_calloc(&m->al, L, sizeof *nh),
              *nkv = g4_calloc(&m->al, L, sizeof *nkv);
@@ -485,12 +487,12 @@ static g4_status open_impl(g4_model *m, const char *path, const void *buf, size_
     if (o->vocab_only) return G4_OK;
 
     int *swa = NULL;
-    uint32_t *ff = NULL, *nh = NULL, *nkv = NULL;
-    st = load_hparams(&ld, &swa, &ff, &nh, &nkv);
-    g4_free(&m->al, swa, sizeof *swa * (size_t)m->cfg.n_layer);
-    g4_free(&m->al, ff, sizeof *ff * (size_t)m->cfg.n_layer);
-    g4_free(&m->al, nh, sizeof *nh * (size_t)m->cfg.n_layer);
-    g4_free(&m->al, nkv, sizeof *nkv * (size_t)m->cfg.n_layer);
+    uint32_t *ff = NULL, *nh = NULL, *nkv = NULL, na = 0;
+    st = load_hparams(&ld, &na, &swa, &ff, &nh, &nkv);
+    g4_free(&m->al, swa, sizeof *swa * na);
+    g4_free(&m->al, ff, sizeof *ff * na);
+    g4_free(&m->al, nh, sizeof *nh * na);
+    g4_free(&m->al, nkv, sizeof *nkv * na);
     if (st) return st;
 
     size_t nt = gguf_n_tensors(m->gguf);
