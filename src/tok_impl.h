@@ -67,6 +67,8 @@ struct g4_vocab {
     int          has_template; /* tokenizer.chat_template present and inspected */
     int          chat_think_nl;      /* template writes "<|think|>\n" */
     int          chat_empty_thought; /* thinking off: gen prompt ends "<|channel>thought\n<channel|>" */
+    int          chat_merge_model;   /* an assistant message right after an assistant message
+                                      * continues its turn (31B template, continue_same_model_turn) */
 };
 
 static inline uint32_t tok_len(const g4_vocab *v, int32_t id) { return v->off[id + 1] - v->off[id] - 1; }

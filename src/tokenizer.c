@@ -407,6 +407,16 @@ static g4_status load_specials(g4_vocab *v, const gguf_file *f, char *err, size_
 
 /* ==== suppress_tokens, precompiled_charsmap, chat template ==== */
 
+/* Known markers (gemma4-architecture.md §7). Template sources write these as Jinja string
+ * literals, so "\n" appears as a backslash and an 'n'. */
+void tok_chat_markers(const char *tmpl, size_t len, int *think_nl, int *empty_thought, int *merge_model) {
+    static const char nl[] = "'<|think|>\\n'", thought[] = "<|channel>thought\\n<channel|>",
+                      merge[] = "continue_same_model_turn";
+    *think_nl = memmem(tmpl, len, nl, sizeof nl - 1) != NULL;
+    *empty_thought = memmem(tmpl, len, thought, sizeof thought - 1) != NULL;
+    *merge_model = memmem(tmpl, len, merge, sizeof merge - 1) != NULL;
+}
+
 static g4_status load_extras(g4_vocab *v, const gguf_file *f, char *err, size_t errlen) {
     const char *fn = gguf_name(f);
     const gguf_kv *kv = NULL;
@@ -451,13 +461,8 @@ static g4_status load_extras(g4_vocab *v, const gguf_file *f, char *err, size_t 
     if (found && tlen > TOK_MAX_TMPL) {
         vlog(v, G4_LOG_WARN, "%s: tokenizer.chat_template: %llu bytes (limit %u), ignored", fn, (unsigned long long)tlen, TOK_MAX_TMPL);
     } else if (found) {
-        /* known markers (gemma4-architecture.md §7): the source writes these as Jinja string
-         * literals, so "\n" appears as a backslash and an 'n' */
-        static const char think_nl[] = "'<|think|>\\n'";
-        static const char thought[] = "<|channel>thought\\n<channel|>";
         v->has_template = 1;
-        v->chat_think_nl = memmem(tmpl, (size_t)tlen, think_nl, sizeof think_nl - 1) != NULL;
-        v->chat_empty_thought = memmem(tmpl, (size_t)tlen, thought, sizeof thought - 1) != NULL;
+        tok_chat_markers(tmpl, (size_t)tlen, &v->chat_think_nl, &v->chat_empty_thought, &v->chat_merge_model);
     }
     return G4_OK;
 }
@@ -519,7 +524,8 @@ const int32_t *tok_suppress(const g4_vocab *v, size_t *n) {
     return v ? v->suppress : NULL;
 }
 
-void tok_chat_variant(const g4_vocab *v, int *think_nl, int *empty_thought) {
+void tok_chat_variant(const g4_vocab *v, int *think_nl, int *empty_thought, int *merge_model) {
     *think_nl = v ? v->chat_think_nl : 0;
     *empty_thought = v ? v->chat_empty_thought : 1;
+    *merge_model = v ? v->chat_merge_model : 0;
 }

@@ -17,7 +17,10 @@ G4_INTERNAL const char *tok_model_name(const g4_vocab *v); /* tokenizer.ggml.mod
 /* tokenizer.ggml.suppress_tokens that lie in [0, n_vocab) (borrowed; *n = 0 if none). */
 G4_INTERNAL const int32_t *tok_suppress(const g4_vocab *v, size_t *n);
 /* Chat-format variant read from tokenizer.chat_template markers (chat.c). */
-G4_INTERNAL void      tok_chat_variant(const g4_vocab *v, int *think_nl, int *empty_thought);
+G4_INTERNAL void      tok_chat_variant(const g4_vocab *v, int *think_nl, int *empty_thought, int *merge_model);
+/* The same flags from a template's text (what tok_vocab_load stores). */
+G4_INTERNAL void      tok_chat_markers(const char *tmpl, size_t len, int *think_nl, int *empty_thought,
+                                       int *merge_model);
 
 /* Encodes text[0..len) (flags: G4_TOK_ADD_BOS, G4_TOK_PARSE_SPECIAL). Writes at most cap ids
  * and sets *n_out to the number produced; G4_ERR_BUFFER when that exceeds cap. */

@@ -376,13 +376,13 @@ static void test_duplicates_and_extras(void) {
         tok_vocab_free(v);
     }
     /* chat template markers */
-    int nl, et;
+    int nl, et, mm;
     v = tiny("{{- '<|think|>\\n' -}} ... {{- '<|channel>thought\\n<channel|>' -}}");
-    tok_chat_variant(v, &nl, &et);
+    tok_chat_variant(v, &nl, &et, &mm);
     T_CHECK(nl == 1 && et == 1);
     tok_vocab_free(v);
     v = tiny("{{- '<|think|>' -}} {{- '<|turn>model\\n' -}}");
-    tok_chat_variant(v, &nl, &et);
+    tok_chat_variant(v, &nl, &et, &mm);
     T_CHECK(nl == 0 && et == 0);
     tok_vocab_free(v);
 
@@ -521,6 +521,7 @@ static void real_fixture(const g4_model *m, const char *path, int required, int 
             "%d round-trip\n", path, n_ok, n_case, n_hf_ok, n_hf, n_ref_differ, n_rt);
     T_CHECK(n_case >= min_cases);
     T_CHECK(n_hf_ok == n_hf);
+    T_CHECK(n_rt == n_case);
     free(ids); free(exp); free(hf); free(text); free(back); free(f);
 }
 
@@ -542,7 +543,7 @@ static void real_speed(const g4_vocab *v) {
     double dt = now_s() - t0;
     fprintf(stderr, "  tok_real: encoded %zu bytes -> %zu tokens in %.3f s (%.1f MB/s)\n", n, got, dt, (double)n / dt / 1e6);
     T_CHECK(st == G4_OK && got > n / 8);
-    T_CHECKF(dt < 0.5, "1 MB took %.3f s", dt);
+    T_CHECKF(dt < 1.0, "1 MB took %.3f s (target 0.5 s; 2x slack for loaded machines)", dt);
     free(ids);
     free(text);
 }
@@ -597,9 +598,9 @@ T_GROUP(tok_real) {
     T_CHECK(tok_n_vocab(v) == 262144 && v->n_merges == 514906);
     T_CHECK(tok_bos(v) == 2 && tok_eos(v) == 1);
     T_CHECK(tok_is_eog(v, 1) && tok_is_eog(v, 106) && tok_is_eog(v, 50) && !tok_is_eog(v, 212) && !tok_is_eog(v, 2));
-    int nl, et;
-    tok_chat_variant(v, &nl, &et);
-    T_CHECK(v->has_template && nl == 0 && et == 1);
+    int nl, et, mm;
+    tok_chat_variant(v, &nl, &et, &mm);
+    T_CHECK(v->has_template && nl == 0 && et == 1 && mm == 0);
     g4_model m;
     memset(&m, 0, sizeof m);
     m.vocab = v;

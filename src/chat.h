@@ -1,0 +1,24 @@
+/* chat.h - Gemma 4 chat rendering internals (chat.c), shared with tests and the CLI's chat. */
+#ifndef G4_CHAT_H
+#define G4_CHAT_H
+
+#include "g4_impl.h"
+
+typedef struct chat_variant { /* read from tokenizer.chat_template markers (tokenizer.c) */
+    int think_nl;      /* "<|think|>\n" instead of "<|think|>" */
+    int empty_thought; /* thinking off: the generation prompt ends "<|channel>thought\n<channel|>" */
+    int merge_model;   /* an assistant message after an assistant message continues its turn */
+} chat_variant;
+
+/* Called once per piece of output in order. marker = 1 for text the renderer wrote (turn
+ * markers, BOS, roles): tokenize it with special parsing; marker = 0 for message content:
+ * tokenize it without (reliability.md #60). Returns nonzero to stop. */
+typedef int (*chat_emit_fn)(void *ud, const char *s, size_t n, int marker);
+
+/* Validates msgs (known roles, content pointers) and emits the rendering. bos = BOS text
+ * (NULL = none). G4_ERR_ARG names the message and field; G4_ERR_ABORTED if emit stopped. */
+G4_INTERNAL g4_status chat_render(const chat_variant *cv, const g4_chat_msg *msgs, size_t n_msgs, const char *bos,
+                                  int add_gen, int thinking, chat_emit_fn emit, void *ud, char *err, size_t errlen);
+G4_INTERNAL void      chat_variant_of(const g4_model *m, chat_variant *cv);
+
+#endif
