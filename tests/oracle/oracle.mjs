@@ -4,13 +4,15 @@
 //
 //   node tests/oracle/oracle.mjs run -m M.gguf --ids 2,17,33 -n 16 \
 //        [--kv f32|f16|q8_0] [--fa off|on] [-t 1] [-c N] [-b N] \
-//        [--ids-out FILE] [--logits-out FILE]
+//        [--ids-out FILE] [--logits-out FILE] [--margins-out FILE]
 //     Evaluates the prompt ids exactly as given (no BOS added) in one llama_decode (or in
 //     batches of -b), then decodes greedily for n steps, one token per llama_decode.
 //     stdout: the n greedy ids as one comma-separated line (same as `g4 run --ids`).
 //     --logits-out: the last prompt position's logits (after the final soft-cap) as
 //     n_vocab little-endian float32 (same as `g4 run --dump-logits`).
 //     Greedy = lowest id among the maximal logits (our own argmax, like g4's sampler).
+//     --margins-out: one line per greedy step, "<id> <top1 - top2 logit>": how close the
+//     step was to a tie (a near-tie may legitimately go either way under rounding noise).
 //
 //   node tests/oracle/oracle.mjs cmp A.f32 B.f32 [--topk 10]
 //     Compares two raw float32 logit files: prints one line
@@ -28,7 +30,7 @@ function die(msg) { process.stderr.write("oracle: " + msg + "\n"); process.exit(
 
 function parseRun(argv) {
     const a = {model: null, ids: null, n: 16, kv: "F32", fa: "off", threads: 1, ctx: 0, batch: 0,
-        idsOut: null, logitsOut: null, verbose: false};
+        idsOut: null, logitsOut: null, marginsOut: null, verbose: false};
     for (let i = 0; i < argv.length; i++) {
         const k = argv[i];
         const v = () => { if (i + 1 >= argv.length) die("missing value for " + k); return argv[++i]; };
@@ -44,6 +46,7 @@ function parseRun(argv) {
             case "-b": a.batch = Number(v()); break;
             case "--ids-out": a.idsOut = v(); break;
             case "--logits-out": a.logitsOut = v(); break;
+            case "--margins-out": a.marginsOut = v(); break;
             case "-v": a.verbose = true; break;
             default: die("unknown argument " + k);
         }
@@ -58,6 +61,12 @@ function argmax(arr) {
     let best = 0, bv = -Infinity;
     for (let i = 0; i < arr.length; i++) if (arr[i] > bv) { bv = arr[i]; best = i; }
     return best;
+}
+
+function margin(arr) { // top1 - top2
+    let b1 = -Infinity, b2 = -Infinity;
+    for (const x of arr) { if (x > b1) { b2 = b1; b1 = x; } else if (x > b2) b2 = x; }
+    return b1 - b2;
 }
 
 function dense(map, nVocab) {
@@ -104,14 +113,18 @@ async function run(argv) {
     const outs = await seq.controlledEvaluate(items);
     const last = dense(outs[a.ids.length - 1].next.logits, nVocab);
     if (a.logitsOut) fs.writeFileSync(a.logitsOut, Buffer.from(last.buffer, last.byteOffset, last.byteLength));
-    const gen = [];
-    let next = argmax(last);
+    const gen = [], margins = [];
+    let next = argmax(last), mg = margin(last);
     for (let k = 0; k < a.n; k++) {
         gen.push(next);
+        margins.push(next + " " + mg);
         if (k === a.n - 1) break;
         const o = await seq.controlledEvaluate([[next, {generateNext: {logits: true, token: true, options: greedy}}]]);
-        next = argmax(dense(o[0].next.logits, nVocab));
+        const d = dense(o[0].next.logits, nVocab);
+        next = argmax(d);
+        mg = margin(d);
     }
+    if (a.marginsOut) fs.writeFileSync(a.marginsOut, margins.join("\n") + "\n");
     const line = gen.join(",");
     if (a.idsOut) fs.writeFileSync(a.idsOut, line + "\n");
     process.stdout.write(line + "\n");
