@@ -60,11 +60,15 @@ int32_t tok_find2(const g4_vocab *v, const tok_slot *tab, uint32_t mask, const c
     }
 }
 
-/* Inserts id under its text; returns the id it replaced (duplicate text) or -1. */
-static int32_t tab_put(g4_vocab *v, tok_slot *tab, uint32_t mask, int32_t id) {
+static uint64_t tok_hash_id(const g4_vocab *v, int32_t id) {
+    return tok_mix(tok_hash_more(TOK_HASH_INIT, tok_str(v, id), tok_len(v, id)));
+}
+
+/* Inserts id (whose text hashes to h) under its text; returns the id it replaced
+ * (duplicate text) or -1. */
+static int32_t tab_put(g4_vocab *v, tok_slot *tab, uint32_t mask, int32_t id, uint64_t h) {
     const char *s = tok_str(v, id);
     size_t      n = tok_len(v, id);
-    uint64_t    h = tok_mix(tok_hash_more(TOK_HASH_INIT, s, n));
     uint32_t    tag = (uint32_t)(h >> 32);
     for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
         tok_slot *e = &tab[i];
@@ -173,9 +177,16 @@ static g4_status build_text_table(g4_vocab *v, const gguf_file *f, char *err, si
     char msg[256];
     size_t mo = 0;
     msg[0] = 0;
+    enum { BLK = 64 };
+    uint64_t hb[BLK];
     for (int32_t i = 0; i < v->n; i++) {
+        if (i % BLK == 0) /* hash a block ahead and prefetch its slots: the table is ~8 MB */
+            for (int32_t j = 0; j < BLK && i + j < v->n; j++) {
+                hb[j] = tok_hash_id(v, i + j);
+                __builtin_prefetch(&v->tab[(uint32_t)hb[j] & v->tab_mask], 1);
+            }
         if (tok_len(v, i) == 0) continue;
-        int32_t old = tab_put(v, v->tab, v->tab_mask, i);
+        int32_t old = tab_put(v, v->tab, v->tab_mask, i, hb[i % BLK]);
         if (old >= 0) {
             if (n_dup < 4 && mo < sizeof msg - 64) {
                 char e[40];
@@ -385,7 +396,7 @@ static g4_status load_specials(g4_vocab *v, const gguf_file *f, char *err, size_
         int t = v->type[i];
         if ((t == TT_CONTROL || t == TT_USER || t == TT_UNKNOWN) && tok_len(v, i) > 0) {
             v->spec[ns++] = i;
-            tab_put(v, v->stab, v->stab_mask, i);
+            tab_put(v, v->stab, v->stab_mask, i, tok_hash_id(v, i));
         }
     }
     /* insertion sort is too slow for hostile vocabularies: merge sort via a temp buffer */

@@ -4,8 +4,8 @@
  *             rules of gemma4-architecture.md §6.2 one by one, pieces and the streaming
  *             detokenizer, and one hostile vocabulary per validation rule (reliability.md
  *             #41-#48), plus an allocation-failure sweep over the loader.
- *   tok_real  the real Gemma 4 vocabulary ($G4_VOCAB, else
- *             build/llama-src/models/ggml-vocab-gemma-4.gguf; skipped when absent):
+ *   tok_real  the real Gemma 4 vocabulary ($G4_VOCAB, set by tests/sh/tok_real.sh, which
+ *             finds llama.cpp's models/ggml-vocab-gemma-4.gguf; skipped without it):
  *             llama.cpp's 46 .inp/.out cases, the JS-reference fixture
  *             tests/vectors/tok_ref.txt, round trips, load time and encode speed.
  */
@@ -543,7 +543,7 @@ static void real_speed(const g4_vocab *v) {
     double dt = now_s() - t0;
     fprintf(stderr, "  tok_real: encoded %zu bytes -> %zu tokens in %.3f s (%.1f MB/s)\n", n, got, dt, (double)n / dt / 1e6);
     T_CHECK(st == G4_OK && got > n / 8);
-    T_CHECKF(dt < 1.0, "1 MB took %.3f s (target 0.5 s; 2x slack for loaded machines)", dt);
+    T_CHECKF(getenv("G4_SANITIZED") || dt < 2.0, "1 MB took %.3f s (target 0.5 s)", dt);
     free(ids);
     free(text);
 }
@@ -571,14 +571,12 @@ static void real_every_token(const g4_model *m) {
 }
 
 T_GROUP(tok_real) {
+    /* run by tests/sh/tok_real.sh and tok_diff.sh, which find the vocabulary */
     const char *path = getenv("G4_VOCAB");
-    if (!path || !*path) path = "build/llama-src/models/ggml-vocab-gemma-4.gguf";
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        fprintf(stderr, "  tok_real: skipped (no %s; set G4_VOCAB or run tests/sh/tok_real.sh)\n", path);
+    if (!path || !*path) {
+        fprintf(stderr, "  tok_real: skipped (set G4_VOCAB, or run tests/sh/tok_real.sh)\n");
         return;
     }
-    fclose(fp);
     char err[256] = "";
     g4_allocator al;
     g4_allocator_init(&al, NULL, NULL);
@@ -594,7 +592,10 @@ T_GROUP(tok_real) {
     if (!v) return;
     fprintf(stderr, "  tok_real: gguf parse %.1f ms + vocabulary build %.1f ms = %.1f ms\n", (t1 - t0) * 1e3,
             (t2 - t1) * 1e3, (t2 - t0) * 1e3);
-    T_CHECKF(t2 - t0 < 0.15 * 4, "load took %.3f s", t2 - t0); /* 150 ms target; 4x slack for CI/sanitizers */
+    /* targets: 150 ms load, 0.5 s per MB on an idle machine; the checks only catch gross
+     * regressions (shared CI machines, sanitizer builds skip them) */
+    int timed = !getenv("G4_SANITIZED");
+    T_CHECKF(!timed || t2 - t0 < 2.0, "load took %.3f s", t2 - t0);
     T_CHECK(tok_n_vocab(v) == 262144 && v->n_merges == 514906);
     T_CHECK(tok_bos(v) == 2 && tok_eos(v) == 1);
     T_CHECK(tok_is_eog(v, 1) && tok_is_eog(v, 106) && tok_is_eog(v, 50) && !tok_is_eog(v, 212) && !tok_is_eog(v, 2));
@@ -604,11 +605,14 @@ T_GROUP(tok_real) {
     g4_model m;
     memset(&m, 0, sizeof m);
     m.vocab = v;
-    real_inp_out(v, path);
-    real_fixture(&m, "tests/vectors/tok_ref.txt", 1, 90);
-    const char *diff = getenv("G4_TOK_DIFF"); /* tests/sh/tok_diff.sh: random strings */
-    if (diff && *diff) real_fixture(&m, diff, 1, 10000);
-    real_speed(v);
-    real_every_token(&m);
+    const char *diff = getenv("G4_TOK_DIFF"); /* tests/sh/tok_diff.sh: random strings only */
+    if (diff && *diff) {
+        real_fixture(&m, diff, 1, 10000);
+    } else {
+        real_inp_out(v, path);
+        real_fixture(&m, "tests/vectors/tok_ref.txt", 1, 90);
+        real_speed(v);
+        real_every_token(&m);
+    }
     tok_vocab_free(v);
 }
