@@ -265,7 +265,8 @@ int cmd_info(int argc, char **argv) {
             printf(", rms eps %g, final soft-cap %g\n", (double)c->rms_eps, (double)c->softcap);
         }
         human_bytes((double)tbytes, b1, sizeof b1);
-        printf("tensors:       %zu, %.3f G parameters, %s\n", nt, (double)params / 1e9, b1);
+        if (params >= 1000000000ull) printf("tensors:       %zu, %.3f G parameters, %s\n", nt, (double)params / 1e9, b1);
+        else printf("tensors:       %zu, %.3f M parameters, %s\n", nt, (double)params / 1e6, b1);
         for (int t = 0; t < G4_TYPE_COUNT; t++) {
             if (!bt[t].n) continue;
             human_bytes((double)bt[t].bytes, b2, sizeof b2);

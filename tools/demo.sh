@@ -5,7 +5,7 @@
 set -e
 B=${1:-build}
 M="$B/demo.gguf"
-"$B/g4-mkmodel" "$M" --type q8_0
+"$B/g4-mkmodel" "$M" --type q8_0 --ple 32
 echo "== wrote $M: a tiny random Gemma 4 model (random weights, synthetic 512-token vocabulary)"
 "$B/g4" info -m "$M"
 echo "== g4 run (greedy): the continuation is meaningless because the weights are random"
