@@ -226,18 +226,27 @@ static void push_frag(work *w, size_t start, size_t len, int32_t id) {
     w->fb[w->fb_n++] = (frag){start, len, id};
 }
 
+/* Byte filters of one length group: a candidate position must match the first, second and
+ * last byte of some special token of that length before the text is hashed. */
+typedef struct bytes3 { uint8_t first[32], second[32], last[32]; int n_first; unsigned char only; } bytes3;
+#define BIT_HAS(set, c) ((set)[(unsigned char)(c) >> 3] & (1u << ((unsigned char)(c) & 7)))
+#define BIT_SET(set, c) ((set)[(unsigned char)(c) >> 3] |= (uint8_t)(1u << ((unsigned char)(c) & 7)))
+
 /* Splits fragment f at every non-overlapping occurrence (left to right) of a candidate of
- * length L whose first byte is in first[]. */
-static void split_frag(work *w, const char *text, const frag *f, uint32_t L, const uint8_t *first, int one,
-                       unsigned char only, int parse_special) {
+ * length L. */
+static void split_frag(work *w, const char *text, const frag *f, uint32_t L, const bytes3 *b, int parse_special) {
     const g4_vocab *v = w->v;
     size_t p = f->start, seg = f->start, end = f->start + f->len;
     while (p + L <= end) {
-        if (one) {
-            const char *q = memchr(text + p, only, end - L + 1 - p);
+        if (b->n_first == 1) {
+            const char *q = memchr(text + p, b->only, end - L + 1 - p);
             if (!q) break;
             p = (size_t)(q - text);
-        } else if (!(first[(unsigned char)text[p] >> 3] & (1u << (text[p] & 7)))) {
+        } else if (!BIT_HAS(b->first, text[p])) {
+            p++;
+            continue;
+        }
+        if ((L > 1 && !BIT_HAS(b->second, text[p + 1])) || !BIT_HAS(b->last, text[p + L - 1])) {
             p++;
             continue;
         }
@@ -255,6 +264,10 @@ static void split_frag(work *w, const char *text, const frag *f, uint32_t L, con
     if (seg < end) push_frag(w, seg, end - seg, -1);
 }
 
+/* llama.cpp tokenizer_st_partition: candidates longest first, each splitting every raw-text
+ * fragment at its non-overlapping occurrences. Candidates of equal length are searched in one
+ * pass (their relative order is unspecified in llama.cpp too). Cost: one scan of the text per
+ * distinct candidate length (about 10 for Gemma vocabularies). */
 static void split_specials(work *w, const char *text, size_t len, int parse_special) {
     const g4_vocab *v = w->v;
     w->fa_n = 0;
@@ -262,21 +275,22 @@ static void split_specials(work *w, const char *text, size_t len, int parse_spec
     w->fa[w->fa_n++] = (frag){0, len, -1};
     for (int32_t gi = 0, gj; gi < v->n_spec && !w->nomem; gi = gj) {
         uint32_t L = tok_len(v, v->spec[gi]);
-        uint8_t  first[32] = {0};
-        int      n_first = 0;
-        unsigned char only = 0;
+        bytes3   b;
+        memset(&b, 0, sizeof b);
         for (gj = gi; gj < v->n_spec && tok_len(v, v->spec[gj]) == L; gj++) {
             int32_t id = v->spec[gj];
             if (!parse_special && v->type[id] != TT_USER) continue;
-            unsigned char c = (unsigned char)tok_str(v, id)[0];
-            if (!(first[c >> 3] & (1u << (c & 7)))) { first[c >> 3] |= (uint8_t)(1u << (c & 7)); n_first++; only = c; }
+            const char *t = tok_str(v, id);
+            if (!BIT_HAS(b.first, t[0])) { BIT_SET(b.first, t[0]); b.n_first++; b.only = (unsigned char)t[0]; }
+            if (L > 1) BIT_SET(b.second, t[1]);
+            BIT_SET(b.last, t[L - 1]);
         }
-        if (n_first == 0 || L > len) continue;
+        if (b.n_first == 0 || L > len) continue;
         w->fb_n = 0;
         for (size_t k = 0; k < w->fa_n && !w->nomem; k++) {
             frag f = w->fa[k];
             if (f.id >= 0 || f.len < L) push_frag(w, f.start, f.len, f.id);
-            else split_frag(w, text, &f, L, first, n_first == 1, only, parse_special);
+            else split_frag(w, text, &f, L, &b, parse_special);
         }
         frag *t = w->fa; w->fa = w->fb; w->fb = t;
         size_t tc = w->fa_cap; w->fa_cap = w->fb_cap; w->fb_cap = tc;
