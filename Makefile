@@ -46,7 +46,7 @@ $(B)/obj/src/kern/kern_neon.o:   EXTRA = $(ISA_neon)
 # reference quantizers must not contract a*b+c into FMA (bit-exact with ggml's _ref)
 $(B)/obj/src/quant/%.o:          EXTRA = -ffp-contract=off
 
-.PHONY: all lib cli test asan ubsan tsan debug native fuzz bench demo install uninstall clean help \
+.PHONY: all lib cli test asan ubsan tsan debug native fuzz bench bench-model demo install uninstall clean help \
         test-deps examples tools
 
 all: $(B)/g4 $(B)/libg4.a $(B)/libg4.so $(B)/g4-test $(B)/simple $(TOOLS)
@@ -137,6 +137,12 @@ demo: all
 bench: all
 	$(B)/g4-bench-kern
 
+# a random E2B-shaped model with the Q4_K_M tensor mix (~3.2 GB, never committed), for timing
+BENCH_MODEL ?= $(B)/bench-e2b-q4_k_m.gguf
+bench-model: $(B)/g4-mkmodel
+	@test -f $(BENCH_MODEL) || $(B)/g4-mkmodel $(BENCH_MODEL) --e2b --q4_k_m --fast
+	@ls -l $(BENCH_MODEL)
+
 # ---- install ---------------------------------------------------------------------------
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
@@ -167,4 +173,5 @@ help:
 	@echo "  fuzz           libFuzzer over the GGUF reader and model validation (FUZZ_TIME=60)"
 	@echo "  demo           write a tiny random Gemma 4 model and run it"
 	@echo "  bench          kernel benchmarks"
+	@echo "  bench-model    write a random E2B-shaped Q4_K_M model for timing (build/bench-e2b-q4_k_m.gguf)"
 	@echo "  install        PREFIX=$(PREFIX) DESTDIR=: g4, libg4.a, libg4.so, g4.h, g4.pc"

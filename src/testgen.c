@@ -288,6 +288,8 @@ static void gen_row(const gen *g, const tspec *t, int64_t r, float *x) {
     }
 }
 
+#define FAST_POOL 64
+
 static int fill(void *ud, size_t idx, void *dst, size_t nbytes) {
     const gen *g = ud;
     if (idx >= g->n_t) { /* a tensor added by extra_tensors without data: zeros */
@@ -303,8 +305,10 @@ static int fill(void *ud, size_t idx, void *dst, size_t nbytes) {
     float *x = malloc((size_t)t->ne0 * sizeof(float));
     uint8_t *q = twin ? malloc(quant_row_bytes(type, t->ne0)) : NULL;
     if (!x || (twin && !q)) { free(x); free(q); return -1; }
+    /* fast fill: only the first FAST_POOL rows are generated; the others copy one of them */
+    int64_t gen_rows = g->o->fast_fill && t->kind != K_ROPE && rows > FAST_POOL ? FAST_POOL : rows;
     int rc = 0;
-    for (int64_t r = 0; r < rows && !rc; r++) {
+    for (int64_t r = 0; r < gen_rows && !rc; r++) {
         uint8_t *out = (uint8_t *)dst + (size_t)r * rb;
         gen_row(g, t, r, x);
         if (twin) {
@@ -316,6 +320,8 @@ static int fill(void *ud, size_t idx, void *dst, size_t nbytes) {
             rc = -1;
         }
     }
+    for (int64_t r = gen_rows; r < rows && !rc; r++)
+        memcpy((uint8_t *)dst + (size_t)r * rb, (uint8_t *)dst + (size_t)(mix64((uint64_t)r) % FAST_POOL) * rb, rb);
     free(x);
     free(q);
     return rc;

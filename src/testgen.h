@@ -40,6 +40,8 @@ typedef struct g4_testgen_opts {
     uint32_t embd_type;      /* token_embd / per_layer_token_embd type (0 = wtype) */
     int      q4_k_m;         /* 1 = llama-quantize Q4_K_M-like mix (overrides wtype/embd_type) */
     int      f32_twin;       /* 1 = write quantize->dequantize round trips as F32 */
+    int      fast_fill;      /* 1 = rows drawn from 64 distinct random rows per tensor: valid
+                              * data at memcpy speed, for timing-only models (E2B size) */
     uint64_t seed;           /* 0 = 1 */
     /* defect injection for hostile-model tests */
     const char *const *skip; /* NULL-terminated keys / tensor names to omit */

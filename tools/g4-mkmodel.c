@@ -1,12 +1,13 @@
 /* g4-mkmodel - writes a random, well-conditioned Gemma 4 GGUF with the project's own writer.
  * The weights are random: the file exercises every code path but "says" nothing.
  *
- *   g4-mkmodel OUT.gguf [--type T] [--embd-type T] [--q4_k_m] [--twin] [--e2b] [--layers N]
+ *   g4-mkmodel OUT.gguf [--type T] [--embd-type T] [--q4_k_m] [--twin] [--fast] [--e2b] [--layers N]
  *              [--embd N] [--heads N] [--kv-heads N] [--kv-heads-full N] [--head-dim N]
  *              [--head-dim-full N] [--ff N] [--ff-shared N] [--shared N] [--full-every N]
  *              [--ple N] [--window N] [--vocab N] [--ctx N] [--softcap X] [--untied] [--k-eq-v]
  *              [--shared-kv-tensors] [--no-layer-scale] [--seed N]
- * --ple 0 / --shared 0 / --softcap 0 turn those features off.
+ * --ple 0 / --shared 0 / --softcap 0 turn those features off. --fast draws each tensor's rows
+ * from 64 generated ones (for timing-only models such as `--e2b --q4_k_m --fast`).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@
 #include "testgen.h"
 
 static int usage(void) {
-    fprintf(stderr, "usage: g4-mkmodel OUT.gguf [--type T] [--embd-type T] [--q4_k_m] [--twin] [--e2b] [--layers N]\n"
+    fprintf(stderr, "usage: g4-mkmodel OUT.gguf [--type T] [--embd-type T] [--q4_k_m] [--twin] [--fast] [--e2b] [--layers N]\n"
                     "       [--embd N] [--heads N] [--kv-heads N] [--kv-heads-full N] [--head-dim N] [--head-dim-full N]\n"
                     "       [--ff N] [--ff-shared N] [--shared N] [--full-every N] [--ple N] [--window N] [--vocab N]\n"
                     "       [--ctx N] [--softcap X] [--untied] [--k-eq-v] [--shared-kv-tensors] [--no-layer-scale] [--seed N]\n");
@@ -47,6 +48,7 @@ int main(int argc, char **argv) {
         }
         if (!strcmp(a, "--q4_k_m")) { o.q4_k_m = 1; continue; }
         if (!strcmp(a, "--twin")) { o.f32_twin = 1; continue; }
+        if (!strcmp(a, "--fast")) { o.fast_fill = 1; continue; }
         if (!strcmp(a, "--untied")) { o.untied = 1; continue; }
         if (!strcmp(a, "--k-eq-v")) { o.k_eq_v = 1; continue; }
         if (!strcmp(a, "--shared-kv-tensors")) { o.shared_kv_tensors = 1; continue; }
