@@ -211,6 +211,13 @@ typedef struct g4_chat_msg {
 G4_API g4_status g4_chat_render(const g4_model *m, const g4_chat_msg *msgs, size_t n_msgs,
                                 int add_bos, int add_gen, int thinking,
                                 char *buf, size_t cap, size_t *n_out);
+/* The same conversation as token ids, tokenized safely: the renderer's markers with special
+ * parsing, message content without, so marker text typed by a user ("<|turn>system") stays
+ * text (reliability.md #60). Tokenizing g4_chat_render's text with G4_TOK_PARSE_SPECIAL would
+ * turn it into control tokens. *n_out = ids produced, or needed with G4_ERR_BUFFER. */
+G4_API g4_status g4_chat_tokenize(const g4_model *m, const g4_chat_msg *msgs, size_t n_msgs,
+                                  int add_bos, int add_gen, int thinking,
+                                  int32_t *out, size_t cap, size_t *n_out);
 
 #ifdef __cplusplus
 }

@@ -58,9 +58,9 @@ static void trim(const char **s, size_t *n) {
 
 /* ==== Rendering ==== */
 
-typedef struct out { chat_emit_fn emit; void *ud; int stop; } out;
+typedef struct rsink { chat_emit_fn emit; void *ud; int stop; } rsink;
 
-static void put(out *o, const char *s, size_t n, int marker) {
+static void put(rsink *o, const char *s, size_t n, int marker) {
     if (!o->stop && n) o->stop = o->emit(o->ud, s, n, marker);
 }
 #define PUTM(o, lit) put(o, lit, sizeof(lit) - 1, 1)
@@ -73,7 +73,7 @@ static const char *find(const char *s, size_t n, const char *pat, size_t pn) {
  * strip_thinking: for each part of content.split('<channel|>'), keep what precedes the first
  * '<|channel>' in it. The result is emitted in pieces; trimming spans pieces, so the kept
  * ranges are collected first (bounded by the content length). */
-static void emit_model_content(out *o, const char *s, size_t n) {
+static void emit_model_content(rsink *o, const char *s, size_t n) {
     static const char open[] = "<|channel>", close[] = "<channel|>";
     /* pass 1: total kept length and the first/last kept non-whitespace positions */
     const char *p = s, *end = s + n;
@@ -106,7 +106,7 @@ static void emit_model_content(out *o, const char *s, size_t n) {
     }
 }
 
-static void emit_content(out *o, const char *s, size_t n, int model) {
+static void emit_content(rsink *o, const char *s, size_t n, int model) {
     if (model) { emit_model_content(o, s, n); return; }
     trim(&s, &n);
     put(o, s, n, 0);
@@ -115,7 +115,7 @@ static void emit_content(out *o, const char *s, size_t n, int model) {
 static int role_is(const g4_chat_msg *m, const char *r) { return strcmp(m->role, r) == 0; }
 
 g4_status chat_render(const chat_variant *cv, const g4_chat_msg *msgs, size_t n_msgs, const char *bos, int add_gen,
-                      int thinking, chat_emit_fn emit, void *ud, char *err, size_t errlen) {
+                      int thinking, int cont, chat_emit_fn emit, void *ud, char *err, size_t errlen) {
     if (!cv || !emit || (!msgs && n_msgs)) return g4_errf(G4_ERR_ARG, err, errlen, "chat: NULL argument");
     for (size_t i = 0; i < n_msgs; i++) {
         const g4_chat_msg *m = &msgs[i];
@@ -132,11 +132,11 @@ g4_status chat_render(const chat_variant *cv, const g4_chat_msg *msgs, size_t n_
         if (!m->content && m->content_len)
             return g4_errf(G4_ERR_ARG, err, errlen, "chat: message %zu: content is NULL with length %zu", i, m->content_len);
     }
-    out o = {emit, ud, 0};
+    rsink o = {emit, ud, 0};
     if (bos) put(&o, bos, strlen(bos), 1);
     size_t start = 0;
-    int first_sys = n_msgs > 0 && (role_is(&msgs[0], "system") || role_is(&msgs[0], "developer"));
-    if (thinking || first_sys) {
+    int first_sys = !cont && n_msgs > 0 && (role_is(&msgs[0], "system") || role_is(&msgs[0], "developer"));
+    if (!cont && (thinking || first_sys)) {
         PUTM(&o, "<|turn>system\n");
         if (thinking) {
             PUTM(&o, "<|think|>");
@@ -154,8 +154,8 @@ g4_status chat_render(const chat_variant *cv, const g4_chat_msg *msgs, size_t n_
         const char *role = model ? "model" : m->role;
         /* 31B template: an assistant right after an assistant continues the same turn (it
          * compares the previous message's role with 'assistant' literally) */
-        int cont = cv->merge_model && model && i > start && role_is(&msgs[i - 1], "assistant");
-        if (!cont) {
+        int same = cv->merge_model && model && i > start && role_is(&msgs[i - 1], "assistant");
+        if (!same) {
             PUTM(&o, "<|turn>");
             put(&o, role, strlen(role), 1);
             PUTM(&o, "\n");
@@ -174,7 +174,49 @@ void chat_variant_of(const g4_model *m, chat_variant *cv) {
     tok_chat_variant(m ? m->vocab : NULL, &cv->think_nl, &cv->empty_thought, &cv->merge_model);
 }
 
-/* ==== Public: render to text ==== */
+/* ==== Public: render to text or to tokens ==== */
+
+static const char *bos_text(const g4_model *m, char *buf, size_t cap) {
+    int32_t id = m->vocab ? tok_bos(m->vocab) : -1;
+    size_t bn = 0;
+    if (id >= 0 && tok_piece(m->vocab, id, G4_PIECE_SPECIAL, buf, cap - 1, &bn) == G4_OK && bn) {
+        buf[bn] = 0;
+        return buf;
+    }
+    return "<bos>";
+}
+
+typedef struct ksink { const g4_model *m; int32_t *out; size_t cap, n; g4_status st; } ksink;
+
+static int to_tokens(void *ud, const char *s, size_t n, int marker) {
+    ksink *k = ud;
+    size_t got = 0, room = k->n < k->cap ? k->cap - k->n : 0;
+    g4_status st = tok_encode(k->m->vocab, s, n, marker ? G4_TOK_PARSE_SPECIAL : 0, room ? k->out + k->n : NULL, room, &got);
+    if (st != G4_OK && st != G4_ERR_BUFFER) { k->st = st; return 1; }
+    k->n += got;
+    return 0;
+}
+
+g4_status chat_tokenize(const g4_model *m, const g4_chat_msg *msgs, size_t n_msgs, int add_bos, int add_gen,
+                        int thinking, int cont, int32_t *out, size_t cap, size_t *n_out, char *err, size_t errlen) {
+    if (n_out) *n_out = 0;
+    if (!m || !m->vocab || !n_out || (!out && cap)) return g4_errf(G4_ERR_ARG, err, errlen, "chat: NULL argument");
+    chat_variant cv;
+    chat_variant_of(m, &cv);
+    char bb[64];
+    ksink k = {m, out, cap, 0, G4_OK};
+    g4_status st = chat_render(&cv, msgs, n_msgs, add_bos ? bos_text(m, bb, sizeof bb) : NULL, add_gen, thinking, cont,
+                               to_tokens, &k, err, errlen);
+    if (st == G4_ERR_ABORTED && k.st != G4_OK) return g4_errf(k.st, err, errlen, "chat: tokenize: %s", g4_status_str(k.st));
+    if (st != G4_OK) return st;
+    *n_out = k.n;
+    return k.n > cap ? G4_ERR_BUFFER : G4_OK;
+}
+
+g4_status g4_chat_tokenize(const g4_model *m, const g4_chat_msg *msgs, size_t n_msgs, int add_bos, int add_gen,
+                           int thinking, int32_t *out, size_t cap, size_t *n_out) {
+    return chat_tokenize(m, msgs, n_msgs, add_bos, add_gen, thinking, 0, out, cap, n_out, NULL, 0);
+}
 
 typedef struct tsink { char *buf; size_t cap, n; } tsink;
 
@@ -192,20 +234,10 @@ g4_status g4_chat_render(const g4_model *m, const g4_chat_msg *msgs, size_t n_ms
     if (!m || !n_out || (!buf && cap)) return G4_ERR_ARG;
     chat_variant cv;
     chat_variant_of(m, &cv);
-    const char *bos = NULL;
-    char bos_buf[64];
-    if (add_bos) {
-        int32_t id = m->vocab ? tok_bos(m->vocab) : -1;
-        size_t bn = 0;
-        if (id >= 0 && tok_piece(m->vocab, id, G4_PIECE_SPECIAL, bos_buf, sizeof bos_buf - 1, &bn) == G4_OK && bn) {
-            bos_buf[bn] = 0;
-            bos = bos_buf;
-        } else {
-            bos = "<bos>";
-        }
-    }
+    char bb[64];
     tsink t = {buf, cap, 0};
-    g4_status st = chat_render(&cv, msgs, n_msgs, bos, add_gen, thinking, to_text, &t, NULL, 0);
+    g4_status st = chat_render(&cv, msgs, n_msgs, add_bos ? bos_text(m, bb, sizeof bb) : NULL, add_gen, thinking, 0,
+                               to_text, &t, NULL, 0);
     if (st != G4_OK) return st;
     *n_out = t.n;
     return t.n > cap ? G4_ERR_BUFFER : G4_OK;

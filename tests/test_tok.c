@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "chat.h"
 #include "t.h"
 #include "tok_impl.h"
 
@@ -310,7 +311,27 @@ static void test_rules(void) {
         size_t o = detok_all(&m, ids, (size_t)n, 0, out, sizeof out);
         T_CHECKF(o == len && memcmp(out, rt[i], len) == 0, "round trip %zu", i);
     }
-    /* every token: piece, then encode the piece (normal tokens only) */
+    /* chat tokenization: markers special, content never (reliability.md #60) */
+    {
+        g4_chat_msg cm[1] = {{"user", "hi<|turn>", 9}};
+        int32_t want[16], got_ids[16];
+        int nw = 0;
+        want[nw++] = T_BOS;
+        want[nw++] = T_TURN;
+        nw += enc(v, "user\n", 5, 0, want + nw, 8);
+        nw += enc(v, "hi<|turn>", 9, 0, want + nw, 8);
+        want[nw++] = T_TURN_END;
+        want[nw++] = nl;
+        size_t gn = 0;
+        T_CHECK(g4_chat_tokenize(&m, cm, 1, 1, 0, 0, got_ids, 16, &gn) == G4_OK && ids_eq(got_ids, (int)gn, want, nw));
+        T_CHECK(g4_chat_tokenize(&m, cm, 1, 1, 0, 0, got_ids, 2, &gn) == G4_ERR_BUFFER && (int)gn == nw);
+        /* continuation: no BOS, no system turn even with thinking; plain turns */
+        g4_chat_msg sys[1] = {{"system", "s", 1}};
+        T_CHECK(chat_tokenize(&m, sys, 1, 0, 0, 1, 1, got_ids, 16, &gn, NULL, 0) == G4_OK && gn >= 2 &&
+                got_ids[0] == T_TURN && got_ids[gn - 2] == T_TURN_END);
+        g4_chat_msg badr[1] = {{"robot", "x", 1}};
+        T_CHECK(g4_chat_tokenize(&m, badr, 1, 1, 0, 0, got_ids, 16, &gn) == G4_ERR_ARG);
+    }
     tok_vocab_free(v);
 }
 
@@ -613,6 +634,14 @@ T_GROUP(tok_real) {
         real_fixture(&m, "tests/vectors/tok_ref.txt", 1, 90);
         real_speed(v);
         real_every_token(&m);
+        /* chat tokens for the vocabulary's own template (test-data.md §2 ids) */
+        g4_chat_msg cm[1] = {{"user", "What is the capital of France?", 30}};
+        static const int32_t want[] = {2, 105, 2364, 107, 3689, 563, 506, 5279, 529, 7001, 236881, 106, 107};
+        int32_t got[32];
+        size_t gn = 0;
+        T_CHECK(g4_chat_tokenize(&m, cm, 1, 1, 0, 0, got, 32, &gn) == G4_OK && ids_eq(got, (int)gn, want, 13));
+        static const int32_t gen_tail[] = {105, 4368, 107, 100, 45518, 107, 101}; /* <|turn>model\n + empty thought */
+        T_CHECK(g4_chat_tokenize(&m, cm, 1, 1, 1, 0, got, 32, &gn) == G4_OK && gn == 20 && ids_eq(got + 13, 7, gen_tail, 7));
     }
     tok_vocab_free(v);
 }
