@@ -58,6 +58,13 @@ static size_t detok_all(const g4_model *m, const int32_t *ids, size_t n, unsigne
 
 /* ==== Synthetic vocabularies ==== */
 
+typedef struct logcap { int n_warn; char last[512]; } logcap;
+static void cap_log(void *ud, int level, const char *msg) {
+    logcap *c = ud;
+    if (level == G4_LOG_WARN) c->n_warn++;
+    snprintf(c->last, sizeof c->last, "%s", msg);
+}
+
 #define TV_MAX 400
 typedef struct tv {
     const char *tok[TV_MAX];
@@ -67,6 +74,8 @@ typedef struct tv {
     const char *merge[64];
     int         nm;
     char        bytes[256][7];
+    g4_log_fn   log;         /* NULL = silent */
+    void       *log_ud;
 } tv;
 
 static int tv_add(tv *t, const char *s, int type) {
@@ -182,7 +191,7 @@ static g4_status tv_load(tv *t, int variant, const char *tmpl, const g4_allocato
     if (st != G4_OK) return st;
     gguf_file *f = NULL;
     st = gguf_open_mem(&f, buf, blen, "tiny.gguf", NULL, err, errlen);
-    if (st == G4_OK) st = tok_vocab_load(out, f, al, NULL, NULL, err, errlen);
+    if (st == G4_OK) st = tok_vocab_load(out, f, al, t->log, t->log_ud, err, errlen);
     gguf_close(f);
     free(buf);
     return st;
@@ -382,14 +391,23 @@ static void test_duplicates_and_extras(void) {
     tv t;
     tv_base(&t);
     int32_t dup = tv_add(&t, "abc", TT_NORMAL);
+    tv_add(&t, "<0x41>", TT_NORMAL); /* same text as a byte token: byte fallback is unaffected */
+    logcap lc = {0, ""};
+    t.log = cap_log;
+    t.log_ud = &lc;
     g4_allocator al;
     g4_allocator_init(&al, NULL, NULL);
     g4_vocab *v = NULL;
     char err[256] = "";
     T_CHECKF(tv_load(&t, V_OK, NULL, &al, &v, err, sizeof err) == G4_OK, "%s", err);
+    /* one warning for the duplicates (plus one for the out-of-range suppress ids) */
+    T_CHECKF(lc.n_warn == 2, "%d warnings, last '%s'", lc.n_warn, lc.last);
+    t.log = NULL;
     if (v) {
         int32_t ids[8];
         T_CHECK(enc(v, "abc", 3, 0, ids, 8) == 1 && ids[0] == dup);
+        T_CHECK(enc(v, "\xc3\xa8", 2, 0, ids, 8) == 2 && ids[0] == T_BYTE0 + 0xc3 && ids[1] == T_BYTE0 + 0xa8);
+        T_CHECK(v->byte_id[0x41] == T_BYTE0 + 0x41);
         size_t ns;
         const int32_t *sup = tok_suppress(v, &ns);
         T_CHECK(ns == 2 && sup[0] == T_UNK && sup[1] == T_PAD);
