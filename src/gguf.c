@@ -718,37 +718,20 @@ static g4_status get_scalar(const gguf_file *f, const char *key, int required, u
     return G4_OK;
 }
 
-g4_status gguf_get_u32(const gguf_file *f, const char *key, int required, uint32_t *out, int *found, char *err,
-                       size_t errlen) {
-    const gguf_kv *kv;
-    g4_status st = get_scalar(f, key, required, GGUF_UINT32, &kv, found, err, errlen);
-    if (!st && kv) *out = kv->v.u32;
-    return st;
-}
+/* the scalar getters differ only in the stored type and the union member they read */
+#define SCALAR_GETTER(fn, ctype, vtype, member)                                                       \
+    g4_status fn(const gguf_file *f, const char *key, int required, ctype *out, int *found, char *err, \
+                 size_t errlen) {                                                                   \
+        const gguf_kv *kv;                                                                          \
+        g4_status st = get_scalar(f, key, required, vtype, &kv, found, err, errlen);                \
+        if (!st && kv) *out = kv->v.member;                                                         \
+        return st;                                                                                  \
+    }
 
-g4_status gguf_get_i32(const gguf_file *f, const char *key, int required, int32_t *out, int *found, char *err,
-                       size_t errlen) {
-    const gguf_kv *kv;
-    g4_status st = get_scalar(f, key, required, GGUF_INT32, &kv, found, err, errlen);
-    if (!st && kv) *out = kv->v.i32;
-    return st;
-}
-
-g4_status gguf_get_f32(const gguf_file *f, const char *key, int required, float *out, int *found, char *err,
-                       size_t errlen) {
-    const gguf_kv *kv;
-    g4_status st = get_scalar(f, key, required, GGUF_FLOAT32, &kv, found, err, errlen);
-    if (!st && kv) *out = kv->v.f32;
-    return st;
-}
-
-g4_status gguf_get_bool(const gguf_file *f, const char *key, int required, int *out, int *found, char *err,
-                        size_t errlen) {
-    const gguf_kv *kv;
-    g4_status st = get_scalar(f, key, required, GGUF_BOOL, &kv, found, err, errlen);
-    if (!st && kv) *out = kv->v.b;
-    return st;
-}
+SCALAR_GETTER(gguf_get_u32, uint32_t, GGUF_UINT32, u32)
+SCALAR_GETTER(gguf_get_i32, int32_t, GGUF_INT32, i32)
+SCALAR_GETTER(gguf_get_f32, float, GGUF_FLOAT32, f32)
+SCALAR_GETTER(gguf_get_bool, int, GGUF_BOOL, b)
 
 g4_status gguf_get_str(const gguf_file *f, const char *key, int required, const char **out, uint64_t *len,
                        int *found, char *err, size_t errlen) {
