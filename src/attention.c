@@ -14,7 +14,8 @@
  *
  * Invariant: a query at position p reads only cells of positions [lo, p] of its own
  * sequence, all written by this or an earlier chunk (the ring holds n_swa + n_ubatch - 1
- * cells, enough for a whole chunk; §4.5), so cells never written are never read.
+ * cells, enough for a whole chunk; §4.5), so cells never written are never read. The window
+ * is always one contiguous cell range (mirrored ring, forward.h), summed in position order.
  */
 #include "forward.h"
 
@@ -99,7 +100,7 @@ static void store_row(g4_session *s, uint8_t *dst, const float *x, int hd) {
 void attn_kv_store(g4_session *s, const g4_layer *l, int r0, int T) {
     const g4_kv_slot *kv = &s->kv[l->kv_slot];
     const int hd = l->head_dim, nkv = l->n_head_kv;
-    const size_t kv_dim = (size_t)hd * (size_t)nkv, nc = (size_t)kv->n_cells;
+    const size_t kv_dim = (size_t)hd * (size_t)nkv, nc = (size_t)kv->n_cells, nr = (size_t)kv->n_rows;
     const float eps = s->m->cfg.rms_eps;
     for (int t = r0; t < T; t++) {
         const float *cs = s->rope_cs + (size_t)t * (size_t)s->head_dim_max;
@@ -110,15 +111,18 @@ void attn_kv_store(g4_session *s, const g4_layer *l, int r0, int T) {
             forward_rms_norm(k, k, fvec(l->attn_k_norm), hd, eps);
             rope_neox(k, cs, l->n_rot);
             forward_rms_norm(v, v, NULL, hd, eps);
-            store_row(s, kv->k + ((size_t)g * nc + c) * kv->k_row_bytes, k, hd);
-            if (s->kv_type == G4_TYPE_Q8_0) {
-                store_row(s, kv->v + ((size_t)g * nc + c) * kv->k_row_bytes, v, hd);
-            } else if (s->kv_type == G4_TYPE_F16) {
-                uint16_t *vt = (uint16_t *)(void *)kv->v + (size_t)g * (size_t)hd * nc + c;
-                for (int d = 0; d < hd; d++) vt[(size_t)d * nc] = g4_f32_to_f16(v[d]);
-            } else {
-                float *vt = (float *)(void *)kv->v + (size_t)g * (size_t)hd * nc + c;
-                for (int d = 0; d < hd; d++) vt[(size_t)d * nc] = v[d];
+            /* the cell, and its mirror on a ring */
+            for (size_t cc = c; cc < nr; cc += nc) {
+                store_row(s, kv->k + ((size_t)g * nr + cc) * kv->k_row_bytes, k, hd);
+                if (s->kv_type == G4_TYPE_Q8_0) {
+                    store_row(s, kv->v + ((size_t)g * nr + cc) * kv->k_row_bytes, v, hd);
+                } else if (s->kv_type == G4_TYPE_F16) {
+                    uint16_t *vt = (uint16_t *)(void *)kv->v + (size_t)g * (size_t)hd * nr + cc;
+                    for (int d = 0; d < hd; d++) vt[(size_t)d * nr] = g4_f32_to_f16(v[d]);
+                } else {
+                    float *vt = (float *)(void *)kv->v + (size_t)g * (size_t)hd * nr + cc;
+                    for (int d = 0; d < hd; d++) vt[(size_t)d * nr] = v[d];
+                }
             }
         }
     }
@@ -143,75 +147,58 @@ static void attn_one(const attn_ctx *c, int t, int h, uint8_t *ws) {
     const g4_kv_slot *kv = c->kv;
     const g4_kern *kern = s->m->kern;
     const int hd = l->head_dim, n_gqa = l->n_head / l->n_head_kv, g = h / n_gqa;
-    const size_t q_dim = (size_t)hd * (size_t)l->n_head, nc = (size_t)kv->n_cells;
+    const size_t q_dim = (size_t)hd * (size_t)l->n_head, nr = (size_t)kv->n_rows;
     const int kdt = quant_traits(s->kv_type)->dot_type;
 
-    float   *kq = (float *)(void *)ws;                 /* [n_cells] scores, indexed by cell */
+    float   *kq = (float *)(void *)ws;                 /* [n_cells] scores of the window    */
     uint8_t *pq = ws + s->ws_pq;                       /* probabilities in V's dot type     */
     uint8_t *qq = ws + s->ws_qq;                       /* q in K's dot type                 */
-    float   *o2 = (float *)(void *)(ws + s->ws_o);     /* [head_dim] partial output         */
 
     const float *q = s->Qcur + (size_t)t * q_dim + (size_t)h * (size_t)hd;
     float *out = s->kqv_out + (size_t)t * q_dim + (size_t)h * (size_t)hd;
 
-    /* visible positions [lo, p] (§4.5), as at most two cell ranges */
+    /* visible positions [lo, p] (§4.5) = cells [c0, c0 + n) in position order */
     const int64_t p = s->pos[t];
     int64_t lo = 0;
     if (l->swa && p - s->m->cfg.n_swa + 1 > 0) lo = p - s->m->cfg.n_swa + 1;
-    int64_t seg[2][2];
-    int n_seg;
-    {
-        const int64_t a = lo % (int64_t)nc, b = p % (int64_t)nc;
-        G4_ASSERT(p - lo + 1 <= (int64_t)nc);
-        if (a <= b) { seg[0][0] = a; seg[0][1] = b + 1; n_seg = 1; }
-        else { seg[0][0] = a; seg[0][1] = (int64_t)nc; seg[1][0] = 0; seg[1][1] = b + 1; n_seg = 2; }
-    }
+    const int64_t n = p - lo + 1;
+    const int64_t c0 = lo % (int64_t)kv->n_cells;
+    G4_ASSERT(n <= kv->n_cells && c0 + n <= kv->n_rows);
 
     /* kq = K_g . q */
-    const uint8_t *kg = kv->k + (size_t)g * nc * kv->k_row_bytes;
-    const size_t qq_rb = kern_act_row_bytes(kdt, hd);
+    const uint8_t *kg = kv->k + ((size_t)g * nr + (size_t)c0) * kv->k_row_bytes; /* [n] rows */
     kern->quantize_act[kdt](q, qq, hd);
-    for (int i = 0; i < n_seg; i++)
-        kern->matmul[s->kv_type](kq, nc, kg, kv->k_row_bytes, qq, qq_rb, hd, seg[i][0], seg[i][1], 1);
+    kern->matmul[s->kv_type](kq, 0, kg, kv->k_row_bytes, qq, kern_act_row_bytes(kdt, hd), hd, 0, n, 1);
 
     /* softmax (scale 1.0, no soft-cap) */
     float max = -INFINITY;
-    for (int i = 0; i < n_seg; i++)
-        for (int64_t j = seg[i][0]; j < seg[i][1]; j++) if (kq[j] > max) max = kq[j];
+    for (int64_t j = 0; j < n; j++) if (kq[j] > max) max = kq[j];
     double sum = 0.0;
-    for (int i = 0; i < n_seg; i++)
-        for (int64_t j = seg[i][0]; j < seg[i][1]; j++) {
-            const float e = expf(kq[j] - max);
-            sum += (double)e;
-            kq[j] = e;
-        }
+    for (int64_t j = 0; j < n; j++) {
+        const float e = expf(kq[j] - max);
+        sum += (double)e;
+        kq[j] = e;
+    }
     const float inv = (float)(1.0 / sum);
-    for (int i = 0; i < n_seg; i++)
-        for (int64_t j = seg[i][0]; j < seg[i][1]; j++) kq[j] *= inv;
+    for (int64_t j = 0; j < n; j++) kq[j] *= inv;
 
     /* kqv = V_g . p */
     if (s->kv_type == G4_TYPE_Q8_0) {
+        float *vrow = (float *)(void *)(ws + s->ws_o); /* [head_dim] */
         memset(out, 0, (size_t)hd * sizeof(float));
-        const uint8_t *vg = kv->v + (size_t)g * nc * kv->k_row_bytes;
-        for (int i = 0; i < n_seg; i++)
-            for (int64_t j = seg[i][0]; j < seg[i][1]; j++) {
-                quant_dequant_row(G4_TYPE_Q8_0, vg + (size_t)j * kv->k_row_bytes, o2, hd);
-                const float pj = kq[j];
-                for (int d = 0; d < hd; d++) out[d] += pj * o2[d];
-            }
+        const uint8_t *vg = kv->v + ((size_t)g * nr + (size_t)c0) * kv->k_row_bytes;
+        for (int64_t j = 0; j < n; j++) {
+            quant_dequant_row(G4_TYPE_Q8_0, vg + (size_t)j * kv->k_row_bytes, vrow, hd);
+            const float pj = kq[j];
+            for (int d = 0; d < hd; d++) out[d] += pj * vrow[d];
+        }
         return;
     }
     const size_t esz = s->kv_type == G4_TYPE_F16 ? 2 : 4;
     const int vdt = kdt; /* F16 -> F16, F32 -> F32 */
-    const uint8_t *vg = kv->v + (size_t)g * (size_t)hd * nc * esz; /* [hd] rows of nc cells */
-    for (int i = 0; i < n_seg; i++) {
-        const int64_t c0 = seg[i][0], n = seg[i][1] - seg[i][0];
-        kern->quantize_act[vdt](kq + c0, pq, n);
-        float *dst = i == 0 ? out : o2;
-        kern->matmul[s->kv_type](dst, (size_t)hd, vg + (size_t)c0 * esz, nc * esz, pq,
-                                 kern_act_row_bytes(vdt, n), n, 0, hd, 1);
-        if (i) for (int d = 0; d < hd; d++) out[d] += o2[d];
-    }
+    const uint8_t *vg = kv->v + ((size_t)g * (size_t)hd * nr + (size_t)c0) * esz; /* [hd] rows, stride nr */
+    kern->quantize_act[vdt](kq, pq, n);
+    kern->matmul[s->kv_type](out, 0, vg, nr * esz, pq, kern_act_row_bytes(vdt, n), n, 0, hd, 1);
 }
 
 static void attn_task(void *vctx, int64_t i0, int64_t i1, int thread) {

@@ -19,18 +19,25 @@
 /* ==== KV cache ==== */
 
 typedef struct g4_kv_slot {
-    /* K: [n_head_kv][n_cells] rows of k_row_bytes (head_dim elements of kv_type), after
+    /* K: [n_head_kv][n_rows] rows of k_row_bytes (head_dim elements of kv_type), after
      *    k-norm and RoPE. Head-major so that one KV head is one weight-like matrix for the
      *    kernels' matmul (scores = K_head . q).
-     * V: F32/F16: transposed, [n_head_kv][head_dim][n_cells] elements (one row per channel,
+     * V: F32/F16: transposed, [n_head_kv][head_dim][n_rows] elements (one row per channel,
      *    as llama.cpp's non-flash V cache), so V_head . p is again a matmul over cells;
-     *    Q8_0: [n_head_kv][n_cells] rows of k_row_bytes (blocks cannot be transposed). */
+     *    Q8_0: [n_head_kv][n_rows] rows of k_row_bytes (blocks cannot be transposed).
+     * Full layers: n_rows = n_cells = n_ctx, position p in cell p.
+     * Sliding layers: a mirrored ring, n_rows = 2 * n_cells: position p is written to cells
+     *    p % n_cells and p % n_cells + n_cells, so any window of <= n_cells positions is one
+     *    contiguous cell range in position order, [lo % n_cells, lo % n_cells + count).
+     *    Every read then sums in the same order as without a ring: results do not depend on
+     *    n_ubatch or on where the ring wraps. */
     uint8_t *k;
     uint8_t *v;
-    int32_t  n_cells;     /* n_ctx (full layers) or a ring of min(n_ctx, n_swa + n_ubatch - 1) */
+    int32_t  n_cells;     /* n_ctx (full) or min(n_ctx, n_swa + n_ubatch - 1) (sliding) */
+    int32_t  n_rows;      /* n_cells, or 2 * n_cells for a ring */
     int32_t  n_head_kv;
     int32_t  head_dim;
-    int      swa;         /* 1 = ring: position p lives in cell p % n_cells */
+    int      swa;         /* 1 = mirrored ring */
     size_t   k_row_bytes; /* one head's row of head_dim elements */
 } g4_kv_slot;
 
@@ -65,7 +72,8 @@ struct g4_session {
     size_t   act_row_max;   /* bytes of the widest activation row (F32 bound)              */
     uint8_t *attn_ws;       /* [n_threads][attn_ws_bytes] per-thread attention scratch:    */
     size_t   attn_ws_bytes; /*   kq [n_cells_max] f32 at 0, then p in V's dot type at ws_pq,  */
-    size_t   ws_pq, ws_qq, ws_o; /* q in K's dot type at ws_qq, [head_dim_max] f32 at ws_o  */
+    size_t   ws_pq, ws_qq, ws_o; /* q in K's dot type at ws_qq, [head_dim_max] f32 at ws_o   */
+                                 /* (a dequantized Q8_0 V row)                               */
     int32_t  head_dim_max;  /* largest head_dim of any layer (rope_cs row stride)           */
     int32_t  n_cells_max;   /* largest n_cells of any slot                                  */
     float   *logits;        /* [n_logit_rows][n_vocab] after the soft-cap                   */

@@ -9,7 +9,8 @@
  * KV cache (forward.h g4_kv_slot): one slot per KV-owning layer (layers >= S read the slots
  * of S-2 / S-1). Full layers get n_ctx cells; sliding layers a ring of
  * min(n_ctx, n_swa + n_ubatch - 1) cells, which holds the window of every row of a chunk
- * (gemma4-architecture.md §4.5), so their memory does not grow with the context.
+ * (gemma4-architecture.md §4.5), so their memory does not grow with the context. The ring
+ * is stored mirrored (2 x cells) so every window is contiguous (forward.h).
  */
 #include "forward.h"
 
@@ -65,6 +66,7 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
 
     /* options */
     if (o.n_ctx < 0) return g4_errf(G4_ERR_ARG, err, errlen, "n_ctx %d is negative", (int)o.n_ctx);
+    if (o.n_ctx > (1 << 30)) return g4_errf(G4_ERR_ARG, err, errlen, "n_ctx %d is above the limit of 2^30", (int)o.n_ctx);
     if (o.n_ubatch < 0) return g4_errf(G4_ERR_ARG, err, errlen, "n_ubatch %d is negative", (int)o.n_ubatch);
     int32_t n_ctx = o.n_ctx ? o.n_ctx : (c->n_ctx_train < 4096 ? c->n_ctx_train : 4096);
     int32_t n_ub = o.n_ubatch ? o.n_ubatch : 128;
@@ -108,7 +110,7 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     plan p = {0, 0};
     uint64_t off_kv_slots = plan_take(&p, (uint64_t)n_slots, sizeof(g4_kv_slot));
     uint64_t off_k[512], off_v[512];
-    int32_t cells[512];
+    int32_t cells[512], rows_of[512];
     size_t krb[512];
     int32_t n_cells_max = 1;
     G4_ASSERT(n_slots <= 512 && n_slots <= L);
@@ -118,10 +120,11 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
         int64_t nc = n_ctx;
         if (l->swa && (int64_t)c->n_swa + n_ub - 1 < nc) nc = (int64_t)c->n_swa + n_ub - 1;
         cells[i] = (int32_t)nc;
+        rows_of[i] = (int32_t)(l->swa ? 2 * nc : nc);
         if (nc > n_cells_max) n_cells_max = (int32_t)nc;
         krb[i] = quant_row_bytes(kv_type, l->head_dim);
         uint64_t rows;
-        if (g4_mul_ovf((uint64_t)l->n_head_kv, (uint64_t)nc, &rows)) p.ovf = 1;
+        if (g4_mul_ovf((uint64_t)l->n_head_kv, (uint64_t)rows_of[i], &rows)) p.ovf = 1;
         off_k[i] = plan_take(&p, rows, krb[i]);
         off_v[i] = plan_take(&p, rows, krb[i]); /* transposed V holds the same element count */
     }
@@ -176,7 +179,7 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     for (int i = 0; i < n_slots; i++) {
         const g4_layer *l = &m->layers[i];
         s->kv[i] = (g4_kv_slot){
-            .k = a + off_k[i], .v = a + off_v[i], .n_cells = cells[i], .n_head_kv = l->n_head_kv,
+            .k = a + off_k[i], .v = a + off_v[i], .n_cells = cells[i], .n_rows = rows_of[i], .n_head_kv = l->n_head_kv,
             .head_dim = l->head_dim, .swa = l->swa, .k_row_bytes = krb[i],
         };
     }
