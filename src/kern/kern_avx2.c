@@ -1,14 +1,12 @@
-/* kern_avx2.c - placeholder table: reference matmul entries, reference activation quantizers. */
-#include "kern_isa.h"
-#include "quant/quant_ref.h"
+/* kern_avx2.c - AVX2 + FMA + F16C kernel table (x86-64 builds; chosen at run time when
+ * CPUID and XGETBV say the CPU and OS support it). The only file built with -mavx2 -mfma
+ * -mf16c. Bodies, contract and accuracy: kern_x86_tmpl.h (shared with kern_avx512.c).
+ * Integer dots: vpmaddubsw (u8 x s8 -> i16 pairs) + vpmaddwd; exact for the code ranges
+ * used (|u| <= 128, |s| <= 127).
+ */
+#define KX(name) name##_avx2
+#define KX_NAME "avx2"
+#define KX_DOT_U8S8(acc, u, s) \
+    ((acc) = _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), _mm256_set1_epi16(1))))
 
-static const g4_kern TABLE = {
-    .name = "avx2",
-    .matmul = { KERN_REF_MATMUL_ALL },
-    .quantize_act = {
-        [G4_TYPE_F32] = quant_act_f32, [G4_TYPE_F16] = quant_act_f16, [G4_TYPE_BF16] = quant_act_bf16,
-        [G4_TYPE_Q8_0] = quant_act_q8_0, [G4_TYPE_Q8_1] = quant_act_q8_1, [G4_TYPE_Q8_K] = quant_act_q8_K,
-    },
-};
-
-const g4_kern *kern_table_avx2(void) { return &TABLE; }
+#include "kern_x86_tmpl.h"

@@ -1,14 +1,12 @@
-/* kern_avx512.c - placeholder table: reference matmul entries, reference activation quantizers. */
-#include "kern_isa.h"
-#include "quant/quant_ref.h"
+/* kern_avx512.c - AVX-512 (F/BW/VL/DQ + VNNI + BF16) kernel table (x86-64 builds; chosen at
+ * run time only when CPUID reports every one of these and XGETBV shows the OS saves zmm
+ * state). The only file built with -mavx512*. Same bodies as kern_avx2.c (kern_x86_tmpl.h),
+ * on ymm vectors with the 32 EVEX registers, and vpdpbusd (AVX512-VNNI, 256-bit form) for the
+ * u8 x s8 block dots: exact int32 accumulation, no int16 intermediate.
+ * Contract and accuracy: kern_x86_tmpl.h.
+ */
+#define KX(name) name##_avx512
+#define KX_NAME "avx512"
+#define KX_DOT_U8S8(acc, u, s) ((acc) = _mm256_dpbusd_epi32((acc), (u), (s)))
 
-static const g4_kern TABLE = {
-    .name = "avx512",
-    .matmul = { KERN_REF_MATMUL_ALL },
-    .quantize_act = {
-        [G4_TYPE_F32] = quant_act_f32, [G4_TYPE_F16] = quant_act_f16, [G4_TYPE_BF16] = quant_act_bf16,
-        [G4_TYPE_Q8_0] = quant_act_q8_0, [G4_TYPE_Q8_1] = quant_act_q8_1, [G4_TYPE_Q8_K] = quant_act_q8_K,
-    },
-};
-
-const g4_kern *kern_table_avx512(void) { return &TABLE; }
+#include "kern_x86_tmpl.h"

@@ -1,0 +1,432 @@
+/* kern_x86_tmpl.h - x86 kernel bodies shared by kern_avx2.c and kern_avx512.c.
+ *
+ * Included (once) by each x86 kernel file, which is compiled with its own ISA flags and
+ * defines before inclusion:
+ *   KX(name)                 the file's suffix for the table accessor (kern_table_avx2 ...)
+ *   KX_NAME                  "avx2" / "avx512"
+ *   KX_DOT_U8S8(acc, u, s)   acc (8 x i32) += sum of 4 adjacent u8*s8 products, exact
+ *                            (AVX2: vpmaddubsw + vpmaddwd + vpaddd, exact for |u| <= 128;
+ *                             AVX-512 VNNI: vpdpbusd ymm)
+ * so both tables run the same algorithms, in the same function order, on ymm vectors.
+ *
+ * Contract (kern.h): W is [n_out][w_row_bytes] in GGUF block layout (no alignment assumed:
+ * unaligned loads only), xq is [n_tok][xq_row_bytes] in the weight type's dot type,
+ * y[t*ldy + r] for r in [row0, row1), t < n_tok. n_in is a multiple of the block size.
+ * Matmul: each weight row is dotted with up to 4 tokens at once (weights decoded once per
+ * block for the 4), so a row chunk streams its weights from DRAM once for all tokens.
+ * Accumulation: integer sums within a block are exact (u8 x s8 pairs never saturate int16:
+ * codes <= 63, |a| <= 128); block scaling and accumulation in f32 FMA lanes, reduced at the
+ * end. The order differs from quant_ref.c: expected NMSE vs the scalar table <= 1e-6 (the
+ * kern tests check that). Activation quantizers are bit-exact with quant_ref.c's.
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "kern_isa.h"
+#include "quant/quant_ref.h"
+
+#define KMAXT 4   /* tokens per weight-row pass */
+#define KINLINE static inline __attribute__((always_inline))
+
+/* ==== Helpers ==== */
+
+KINLINE __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+KINLINE __m128i ld128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
+KINLINE float h2f(const uint8_t *p) { return _cvtsh_ss(quant_rd16(p)); }
+KINLINE float rdf(const uint8_t *p) { float f; memcpy(&f, p, 4); return f; }
+
+KINLINE float hsum_ps(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+KINLINE int hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* 32 4-bit codes of 16 bytes: low nibbles -> bytes 0..15, high nibbles -> bytes 16..31 */
+KINLINE __m256i nib32(const uint8_t *p) {
+    const __m128i x = ld128(p), m4 = _mm_set1_epi8(0x0f);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 4), m4), _mm_and_si128(x, m4));
+}
+
+/* ==== Dot kernels: one weight row x T tokens (T constant after inlining) ==== */
+
+/* F32 / F16 / BF16 weights with same-type activations: 8 f32 lanes, FMA */
+KINLINE __m256 ld_f32(const uint8_t *p) { return _mm256_loadu_ps((const float *)(const void *)p); }
+KINLINE __m256 ld_f16(const uint8_t *p) { return _mm256_cvtph_ps(ld128(p)); }
+KINLINE __m256 ld_bf16(const uint8_t *p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(ld128(p)), 16));
+}
+
+#define DEF_DOT_FLOAT(tname, esz, LD, TOF)                                                          \
+    KINLINE void dot_##tname(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,      \
+                             int64_t n, const int T, float *restrict out) {                          \
+        __m256 acc[KMAXT][2];                                                                        \
+        for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();                     \
+        int64_t i = 0;                                                                                \
+        for (; i + 16 <= n; i += 16) {                                                                \
+            const __m256 w0 = LD(w + i * esz), w1 = LD(w + (i + 8) * esz);                           \
+            for (int t = 0; t < T; t++) {                                                             \
+                acc[t][0] = _mm256_fmadd_ps(w0, LD(x + t * xrb + i * esz), acc[t][0]);                \
+                acc[t][1] = _mm256_fmadd_ps(w1, LD(x + t * xrb + (i + 8) * esz), acc[t][1]);          \
+            }                                                                                         \
+        }                                                                                             \
+        for (int t = 0; t < T; t++) {                                                                 \
+            double s = (double)hsum_ps(_mm256_add_ps(acc[t][0], acc[t][1]));                          \
+            for (int64_t k = i; k < n; k++)                                                           \
+                s += (double)(TOF(w + k * esz) * TOF(x + t * xrb + k * esz));                         \
+            out[t] = (float)s;                                                                        \
+        }                                                                                             \
+    }
+KINLINE float tof_f32(const uint8_t *p) { return rdf(p); }
+KINLINE float tof_f16(const uint8_t *p) { return h2f(p); }
+KINLINE float tof_bf16(const uint8_t *p) { return g4_bf16_to_f32(quant_rd16(p)); }
+DEF_DOT_FLOAT(f32, 4, ld_f32, tof_f32)
+DEF_DOT_FLOAT(f16, 2, ld_f16, tof_f16)
+DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16)
+
+/* 32-element blocks with Q8_0 activations: signed codes s (32 x i8) via the sign trick,
+ * |s| x sign(a, s) as u8 x s8 (|s| <= 128 so pairs stay below 2^15). */
+KINLINE __m256i dot_s8s8(__m256i s, __m256i a) {
+    __m256i acc = _mm256_setzero_si256();
+    KX_DOT_U8S8(acc, _mm256_sign_epi8(s, s), _mm256_sign_epi8(a, s));
+    return acc;
+}
+
+#define DEF_DOT_B32(tname, wbytes, DECODE)                                                         \
+    KINLINE void dot_##tname(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,      \
+                             int64_t n, const int T, float *restrict out) {                          \
+        __m256 acc[KMAXT];                                                                           \
+        for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();                                    \
+        const int64_t nb = n / 32;                                                                    \
+        for (int64_t i = 0; i < nb; i++, w += wbytes) {                                               \
+            const __m256i s = DECODE(w);                                                              \
+            const float dw = h2f(w);                                                                  \
+            for (int t = 0; t < T; t++) {                                                             \
+                const uint8_t *a = x + t * xrb + i * 34;                                              \
+                const __m256i p = dot_s8s8(s, ld256(a + 2));                                          \
+                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * h2f(a)), _mm256_cvtepi32_ps(p), acc[t]);  \
+            }                                                                                         \
+        }                                                                                             \
+        for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);                                        \
+    }
+
+KINLINE __m256i dec_q8_0(const uint8_t *b) { return ld256(b + 2); }
+KINLINE __m256i dec_q4_0(const uint8_t *b) { return _mm256_sub_epi8(nib32(b + 2), _mm256_set1_epi8(8)); }
+KINLINE __m256i dec_q5_0(const uint8_t *b) {
+    /* fifth bits: bit e of qh -> 0x10 in byte e */
+    const uint32_t qh = quant_rd32(b + 2);
+    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    __m256i h = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), shuf);
+    h = _mm256_cmpeq_epi8(_mm256_and_si256(h, bit), bit);          /* 0xff where set */
+    const __m256i q = _mm256_or_si256(nib32(b + 6), _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
+    return _mm256_sub_epi8(q, _mm256_set1_epi8(16));
+}
+KINLINE __m256i dec_iq4_nl(const uint8_t *b) {
+    const __m128i k = _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+    return _mm256_shuffle_epi8(_mm256_set_m128i(k, k), nib32(b + 2));
+}
+DEF_DOT_B32(q8_0, 34, dec_q8_0)
+DEF_DOT_B32(q4_0, 18, dec_q4_0)
+DEF_DOT_B32(q5_0, 22, dec_q5_0)
+DEF_DOT_B32(iq4_nl, 18, dec_iq4_nl)
+
+/* Q4_K / Q5_K x Q8_K. Per 64-element chunk k: codes of sub-blocks 2k (low nibbles) and
+ * 2k+1 (high nibbles, + fifth bits for Q5_K), u8 x s8 pairs, then vpmaddwd by the 6-bit
+ * scale; the min term uses the activation's bsums: sum_sb m[sb]*(bsums[2sb]+bsums[2sb+1]). */
+KINLINE void kq_scales(const uint8_t *sc12, uint8_t out[16]) {
+    uint32_t u[4];
+    memcpy(u, sc12, 12);
+    const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+    u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
+    const uint32_t aux = u[1] & k1;
+    u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
+    u[2] = aux;
+    u[0] &= k1;
+    memcpy(out, u, 16); /* out[0..7] scales, out[8..15] mins */
+}
+
+KINLINE void dot_q45_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,
+                       int64_t n, const int T, float *restrict out, const int q5) {
+    const size_t wb = q5 ? 176 : 144;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    const __m128i dup = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+    __m256 acc[KMAXT];
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    const int64_t nb = n / 256;
+    for (int64_t i = 0; i < nb; i++, w += wb) {
+        uint8_t sm[16];
+        kq_scales(w + 4, sm);
+        const float dw = h2f(w), dmw = h2f(w + 2);
+        /* mins, each twice, as i16: lane 2j and 2j+1 = m[j] (for vpmaddwd with bsums) */
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(ld128(sm), dup));
+        const uint8_t *qs = w + (q5 ? 48 : 16);
+        __m256i qh = _mm256_setzero_si256();
+        if (q5) qh = ld256(w + 16);
+        __m256i sumi[KMAXT];
+        for (int t = 0; t < T; t++) sumi[t] = _mm256_setzero_si256();
+        for (int k = 0; k < 4; k++) {
+            const __m256i q = ld256(qs + 32 * k);
+            __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            if (q5) {
+                lo = _mm256_add_epi8(lo, _mm256_slli_epi16(_mm256_and_si256(qh, one), 4));
+                hi = _mm256_add_epi8(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 1), one), 4));
+                qh = _mm256_srli_epi16(qh, 2);
+            }
+            const __m256i s_lo = _mm256_set1_epi16(sm[2 * k]), s_hi = _mm256_set1_epi16(sm[2 * k + 1]);
+            for (int t = 0; t < T; t++) {
+                const uint8_t *a = x + t * xrb + i * 292 + 4 + 64 * k;
+                const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, ld256(a)), s_lo);
+                const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, ld256(a + 32)), s_hi);
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p_lo, p_hi));
+            }
+        }
+        for (int t = 0; t < T; t++) {
+            const uint8_t *a = x + t * xrb + i * 292;
+            const float da = rdf(a);
+            const __m256i msum = _mm256_madd_epi16(ld256(a + 260), mins);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+            acc[t] = _mm256_fnmadd_ps(_mm256_set1_ps(da * dmw), _mm256_cvtepi32_ps(msum), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
+}
+KINLINE void dot_q4_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                      const int T, float *restrict out) { dot_q45_K(w, x, xrb, n, T, out, 0); }
+KINLINE void dot_q5_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                      const int T, float *restrict out) { dot_q45_K(w, x, xrb, n, T, out, 1); }
+
+/* byte selectors: low 128 lane -> i16 element 2k, high lane -> element 2k+1 (k = 0..3) */
+static const uint8_t Q6_SEL[4][32] = {
+#define S2(a) a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1
+    { S2(0), S2(2) }, { S2(4), S2(6) }, { S2(8), S2(10) }, { S2(12), S2(14) },
+#undef S2
+};
+
+/* Q6_K x Q8_K: codes 0..63 (stored q + 32) as u8, per 16-element group int8 scale via
+ * vpmaddwd, minus 32 * sum_g scale[g]*bsums[g]. Chunk j (32 elements, groups 2j, 2j+1). */
+KINLINE void dot_q6_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                      const int T, float *restrict out) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
+    __m256 acc[KMAXT];
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    const int64_t nb = n / 256;
+    for (int64_t i = 0; i < nb; i++, w += 210) {
+        const float dw = h2f(w + 208);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(w + 192));         /* 16 x i16 */
+        /* per chunk j: low 128 = scale[2j] x 8, high 128 = scale[2j+1] x 8 */
+        const __m256i sc_lo = _mm256_permute2x128_si256(sc16, sc16, 0x00); /* scales 0..7 twice */
+        const __m256i sc_hi = _mm256_permute2x128_si256(sc16, sc16, 0x11); /* scales 8..15 twice */
+        __m256i sumi[KMAXT];
+        for (int t = 0; t < T; t++) sumi[t] = _mm256_setzero_si256();
+        for (int c = 0; c < 2; c++) {
+            const uint8_t *ql = w + 64 * c, *qhp = w + 128 + 32 * c;
+            const __m256i l0 = ld256(ql), l1 = ld256(ql + 32), h = ld256(qhp);
+            __m256i q[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4));
+            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
+            for (int tq = 0; tq < 4; tq++) {
+                const int j = 4 * c + tq; /* chunk: groups 2j, 2j+1 */
+                const __m256i src = j < 4 ? sc_lo : sc_hi;
+                const __m256i sel = ld256(Q6_SEL[j & 3]);
+                const __m256i scv = _mm256_shuffle_epi8(src, sel);
+                for (int t = 0; t < T; t++) {
+                    const uint8_t *a = x + t * xrb + i * 292 + 4 + 128 * c + 32 * tq;
+                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q[tq], ld256(a)), scv));
+                }
+            }
+        }
+        for (int t = 0; t < T; t++) {
+            const uint8_t *a = x + t * xrb + i * 292;
+            const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(ld256(a + 260), sc16), 5);
+            const __m256i s = _mm256_sub_epi32(sumi[t], corr);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(rdf(a) * dw), _mm256_cvtepi32_ps(s), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
+}
+
+/* ==== Matmul drivers: rows x token groups of <= 4 ==== */
+
+#define DEF_MM(tname)                                                                                \
+    static void mm_##tname(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, \
+                           const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0,    \
+                           int64_t row1, int n_tok) {                                                   \
+        const uint8_t *x = xq;                                                                         \
+        float o[KMAXT];                                                                                \
+        for (int64_t r = row0; r < row1; r++) {                                                        \
+            const uint8_t *wr = w + (size_t)r * w_row_bytes;                                           \
+            int t = 0;                                                                                 \
+            for (; t + 4 <= n_tok; t += 4) {                                                           \
+                dot_##tname(wr, x + (size_t)t * xq_row_bytes, xq_row_bytes, n_in, 4, o);               \
+                for (int k = 0; k < 4; k++) y[(size_t)(t + k) * ldy + (size_t)r] = o[k];               \
+            }                                                                                          \
+            const uint8_t *xt = x + (size_t)t * xq_row_bytes;                                          \
+            switch (n_tok - t) {                                                                       \
+            case 3: dot_##tname(wr, xt, xq_row_bytes, n_in, 3, o); break;                              \
+            case 2: dot_##tname(wr, xt, xq_row_bytes, n_in, 2, o); break;                              \
+            case 1: dot_##tname(wr, xt, xq_row_bytes, n_in, 1, o); break;                              \
+            default: break;                                                                            \
+            }                                                                                          \
+            for (int k = 0; k < n_tok - t; k++) y[(size_t)(t + k) * ldy + (size_t)r] = o[k];           \
+        }                                                                                              \
+    }
+DEF_MM(f32)
+DEF_MM(f16)
+DEF_MM(bf16)
+DEF_MM(q8_0)
+DEF_MM(q4_0)
+DEF_MM(q5_0)
+DEF_MM(iq4_nl)
+DEF_MM(q4_K)
+DEF_MM(q5_K)
+DEF_MM(q6_K)
+
+/* ==== Activation quantizers (bit-exact with quant_ref.c) ==== */
+
+static void act_f32(const float *restrict x, void *restrict y, int64_t n) { memcpy(y, x, (size_t)n * 4); }
+
+static void act_f16(const float *restrict x, void *restrict y, int64_t n) {
+    uint8_t *o = y;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(void *)(o + 2 * i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) { const uint16_t h = g4_f32_to_f16(x[i]); memcpy(o + 2 * i, &h, 2); }
+}
+
+static void act_bf16(const float *restrict x, void *restrict y, int64_t n) {
+    uint8_t *o = y;
+    int64_t i = 0;
+    const __m256i abs = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+    const __m256i r7 = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), q = _mm256_set1_epi32(0x40);
+    for (; i + 16 <= n; i += 16) {
+        __m256i h[2];
+        for (int k = 0; k < 2; k++) {
+            const __m256i u = _mm256_castps_si256(_mm256_loadu_ps(x + i + 8 * k));
+            const __m256i isnan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs), inf);
+            const __m256i rne = _mm256_srli_epi32(
+                _mm256_add_epi32(u, _mm256_add_epi32(r7, _mm256_and_si256(_mm256_srli_epi32(u, 16), one))), 16);
+            const __m256i qn = _mm256_or_si256(_mm256_srli_epi32(u, 16), q);
+            h[k] = _mm256_blendv_epi8(rne, qn, isnan);
+        }
+        /* 16 x u32 (values < 2^16) -> 16 x u16 in order */
+        const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(h[0], h[1]), 0xd8);
+        _mm256_storeu_si256((__m256i *)(void *)(o + 2 * i), p);
+    }
+    for (; i < n; i++) { const uint16_t b = g4_f32_to_bf16(x[i]); memcpy(o + 2 * i, &b, 2); }
+}
+
+/* x86 convention (ggml quantize_row_q8_0/q8_1 for AVX2): id = 127/amax, RNE */
+KINLINE void act_q8(const float *restrict x, uint8_t *restrict y, int64_t n, const int q81) {
+    const size_t bytes = q81 ? 36 : 34, off = q81 ? 4 : 2;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t i = 0; i < n / 32; i++, x += 32, y += bytes) {
+        __m256 v[4];
+        for (int k = 0; k < 4; k++) v[k] = _mm256_loadu_ps(x + 8 * k);
+        __m256 mx = _mm256_andnot_ps(sign, v[0]);
+        for (int k = 1; k < 4; k++) mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, v[k]));
+        __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(mx, 1), _mm256_castps256_ps128(mx));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        const float d = amax / 127.0f;
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        const uint16_t dh = (uint16_t)_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+        memcpy(y, &dh, 2);
+        const __m256 mul = _mm256_set1_ps(id);
+        __m256i iv[4];
+        for (int k = 0; k < 4; k++)
+            iv[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        if (q81) {
+            const int sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(iv[0], iv[1]), _mm256_add_epi32(iv[2], iv[3])));
+            const uint16_t sh = (uint16_t)_cvtss_sh(d * (float)sum, _MM_FROUND_TO_NEAREST_INT);
+            memcpy(y + 2, &sh, 2);
+        }
+        const __m256i p01 = _mm256_packs_epi32(iv[0], iv[1]), p23 = _mm256_packs_epi32(iv[2], iv[3]);
+        const __m256i p = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p01, p23), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)(void *)(y + off), p);
+    }
+}
+static void act_q8_0(const float *restrict x, void *restrict y, int64_t n) { act_q8(x, y, n, 0); }
+static void act_q8_1(const float *restrict x, void *restrict y, int64_t n) { act_q8(x, y, n, 1); }
+
+/* quantize_row_q8_K_ref: signed max (first on ties), iscale = -127/max, RNE, min(127) */
+static void act_q8_K(const float *restrict x, void *restrict vy, int64_t n) {
+    uint8_t *y = vy;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t i = 0; i < n / 256; i++, x += 256, y += 292) {
+        __m256 mx = _mm256_setzero_ps();
+        for (int k = 0; k < 32; k++) mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * k)));
+        __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(mx, 1), _mm256_castps256_ps128(mx));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        if (amax == 0.0f) {
+            memset(y, 0, 292);
+            continue;
+        }
+        float max = 0.0f;
+        for (int j = 0; j < 256; j++) if (fabsf(x[j]) == amax) { max = x[j]; break; }
+        const float iscale = -127.0f / max;
+        const __m256 mul = _mm256_set1_ps(iscale);
+        const __m256i lim = _mm256_set1_epi32(127);
+        int8_t *qs = (int8_t *)(void *)(y + 4);
+        for (int k = 0; k < 8; k++) {
+            __m256i iv[4];
+            for (int m = 0; m < 4; m++)
+                iv[m] = _mm256_min_epi32(lim, _mm256_cvtps_epi32(_mm256_round_ps(
+                    _mm256_mul_ps(_mm256_loadu_ps(x + 32 * k + 8 * m), mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+            const __m256i p = _mm256_permutevar8x32_epi32(
+                _mm256_packs_epi16(_mm256_packs_epi32(iv[0], iv[1]), _mm256_packs_epi32(iv[2], iv[3])),
+                _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256((__m256i *)(void *)(qs + 32 * k), p);
+            /* bsums of the two 16-element groups of these 32 codes */
+            const __m256i s16 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), p), _mm256_set1_epi16(1));
+            /* s16: 8 x i32, each the sum of 4 codes; lanes 0..3 -> group 2k, 4..7 -> group 2k+1 */
+            const __m128i lo = _mm256_castsi256_si128(s16), hi = _mm256_extracti128_si256(s16, 1);
+            const __m128i h = _mm_hadd_epi32(lo, hi);           /* [l0+l1, l2+l3, h0+h1, h2+h3] */
+            const __m128i g = _mm_hadd_epi32(h, h);             /* [grp 2k, grp 2k+1, ...] */
+            const int16_t b0 = (int16_t)_mm_cvtsi128_si32(g), b1 = (int16_t)_mm_extract_epi32(g, 1);
+            memcpy(y + 260 + 4 * k, &b0, 2);
+            memcpy(y + 262 + 4 * k, &b1, 2);
+        }
+        const float d = 1 / iscale;
+        memcpy(y, &d, 4);
+    }
+}
+
+/* ==== Table ==== */
+
+static const g4_kern TABLE = {
+    .name = KX_NAME,
+    .matmul = {
+        /* not accelerated here: the reference entries */
+        [G4_TYPE_Q4_1] = kern_ref_mm_q4_1, [G4_TYPE_Q5_1] = kern_ref_mm_q5_1,
+        [G4_TYPE_Q2_K] = kern_ref_mm_q2_K, [G4_TYPE_Q3_K] = kern_ref_mm_q3_K,
+        [G4_TYPE_IQ4_XS] = kern_ref_mm_iq4_xs,
+        [G4_TYPE_F32] = mm_f32, [G4_TYPE_F16] = mm_f16, [G4_TYPE_BF16] = mm_bf16,
+        [G4_TYPE_Q8_0] = mm_q8_0, [G4_TYPE_Q4_0] = mm_q4_0, [G4_TYPE_Q5_0] = mm_q5_0,
+        [G4_TYPE_IQ4_NL] = mm_iq4_nl, [G4_TYPE_Q4_K] = mm_q4_K, [G4_TYPE_Q5_K] = mm_q5_K,
+        [G4_TYPE_Q6_K] = mm_q6_K,
+    },
+    .quantize_act = {
+        [G4_TYPE_F32] = act_f32, [G4_TYPE_F16] = act_f16, [G4_TYPE_BF16] = act_bf16,
+        [G4_TYPE_Q8_0] = act_q8_0, [G4_TYPE_Q8_1] = act_q8_1, [G4_TYPE_Q8_K] = act_q8_K,
+    },
+};
+
+const g4_kern *KX(kern_table)(void) { return &TABLE; }

@@ -1,0 +1,237 @@
+/* test_kern.c - group `kern`: every kernel table this CPU runs, against the scalar table.
+ *
+ * - activation quantizers: bit-exact with the scalar table (random rows, edge blocks)
+ * - matmul: every weight type x n_tok in {1,2,3,7,32} x odd row ranges, on quantized
+ *   gaussian rows and on random blocks (random bytes, finite f16 scales); NMSE <= 1e-6 vs
+ *   the scalar table on the same activation bytes; NaN/Inf in the same places; guard
+ *   sentinels around the written rows untouched
+ * - kern_select: forcing, $G4_ISA, unknown and unrunnable names
+ * Set G4_TEST_VERBOSE=1 to print the worst NMSE per table and type.
+ */
+#include "t.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kern/kern.h"
+#include "quant/quant_ref.h"
+
+static const uint32_t WTYPES[] = { G4_TYPE_F32, G4_TYPE_F16, G4_TYPE_BF16, G4_TYPE_Q4_0, G4_TYPE_Q4_1,
+                                   G4_TYPE_Q5_0, G4_TYPE_Q5_1, G4_TYPE_Q8_0, G4_TYPE_IQ4_NL, G4_TYPE_Q2_K,
+                                   G4_TYPE_Q3_K, G4_TYPE_Q4_K, G4_TYPE_Q5_K, G4_TYPE_Q6_K, G4_TYPE_IQ4_XS };
+#define N_WTYPES ((int)(sizeof WTYPES / sizeof WTYPES[0]))
+
+static float gauss(uint64_t *s) {
+    double u1 = ((double)(t_rng_next(s) >> 11) + 1.0) / 9007199254740993.0;
+    double u2 = (double)(t_rng_next(s) >> 11) / 9007199254740992.0;
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+/* byte offsets of the f16 scale fields of one block (-1 = none) */
+static void f16_fields(uint32_t type, int off[2]) {
+    off[0] = off[1] = -1;
+    switch (type) {
+    case G4_TYPE_Q4_0: case G4_TYPE_Q5_0: case G4_TYPE_Q8_0: case G4_TYPE_IQ4_NL: case G4_TYPE_IQ4_XS: off[0] = 0; break;
+    case G4_TYPE_Q4_1: case G4_TYPE_Q5_1: case G4_TYPE_Q4_K: case G4_TYPE_Q5_K: off[0] = 0; off[1] = 2; break;
+    case G4_TYPE_Q2_K: off[0] = 80; off[1] = 82; break;
+    case G4_TYPE_Q3_K: off[0] = 108; break;
+    case G4_TYPE_Q6_K: off[0] = 208; break;
+    default: break;
+    }
+}
+
+/* n_rows rows of n_in: mode 0 = quantized gaussian rows, 1 = random blocks */
+static void make_weights(uint32_t type, int mode, int64_t n_rows, int64_t n_in, uint8_t *w, uint64_t *s) {
+    const g4_type_traits *tr = quant_traits(type);
+    const size_t rb = quant_row_bytes(type, n_in);
+    float *x = malloc((size_t)n_in * sizeof *x);
+    for (int64_t r = 0; r < n_rows; r++) {
+        uint8_t *row = w + (size_t)r * rb;
+        if (mode == 0 || tr->blck == 1) {
+            const float scale = 0.02f * (float)(1 + r % 5);
+            for (int64_t i = 0; i < n_in; i++) x[i] = gauss(s) * scale + (r % 3 == 1 ? 0.01f : 0.0f);
+            quant_quantize_row(type, x, row, n_in);
+        } else {
+            for (size_t i = 0; i < rb; i++) row[i] = (uint8_t)t_rng_next(s);
+            int off[2];
+            f16_fields(type, off);
+            for (size_t b = 0; b < rb / tr->bytes; b++)
+                for (int k = 0; k < 2; k++) {
+                    if (off[k] < 0) continue;
+                    /* finite, |v| in [2^-10, 2^-3) */
+                    const uint16_t h = (uint16_t)((t_rng_next(s) & 1) << 15 | (5 + t_rng_next(s) % 7) << 10 | (t_rng_next(s) & 0x3ff));
+                    memcpy(row + b * tr->bytes + off[k], &h, 2);
+                }
+        }
+    }
+    free(x);
+}
+
+static const g4_kern *scalar_table(const g4_kern **ks, int nk) {
+    for (int i = 0; i < nk; i++) if (!strcmp(ks[i]->name, "scalar")) return ks[i];
+    return NULL;
+}
+
+static void act_quantizers(const g4_kern *ref, const g4_kern *k) {
+    static const int DT[] = { G4_TYPE_F32, G4_TYPE_F16, G4_TYPE_BF16, G4_TYPE_Q8_0, G4_TYPE_Q8_1, G4_TYPE_Q8_K };
+    enum { N = 2048 };
+    float *x = malloc(N * sizeof *x);
+    uint8_t *a = malloc(N * 4 + 64), *b = malloc(N * 4 + 64);
+    uint64_t s = 3;
+    for (int d = 0; d < 6; d++) {
+        const int dt = DT[d];
+        T_CHECKF(k->quantize_act[dt] != NULL, "%s: no quantize_act for dot type %d", k->name, dt);
+        if (!k->quantize_act[dt]) continue;
+        int bad = 0;
+        for (int rep = 0; rep < 12; rep++) {
+            const int64_t n = dt == G4_TYPE_Q8_K ? 256 * (1 + rep % 8) : 32 * (1 + rep * 5);
+            for (int64_t i = 0; i < n; i++) x[i] = gauss(&s) * (rep % 4 == 0 ? 1e-3f : 3.0f);
+            if (rep == 1) memset(x, 0, (size_t)n * sizeof *x);                     /* all zero */
+            if (rep == 2) for (int64_t i = 0; i < n; i++) x[i] = (float)(i % 9) - 4.0f + 0.5f; /* ties */
+            if (rep == 3) { for (int64_t i = 0; i < n; i++) x[i] = 0; x[n / 2] = -7.0f; x[1] = 7.0f; }
+            if (rep == 4) { x[0] = 1e-30f; x[1] = -1e-40f; x[2] = 65519.0f; x[3] = -65520.0f; } /* f16 edges */
+            if (rep == 5) for (int64_t i = 0; i < n; i += 7) x[i] = (float)(i % 255) * 0.5f;  /* exact multiples */
+            /* odd lengths for the float types (tails) */
+            const int64_t nn = dt <= G4_TYPE_F16 || dt == G4_TYPE_BF16 ? n + rep % 7 : n;
+            const size_t bytes = kern_act_row_bytes(dt, nn);
+            memset(a, 0x11, bytes + 16);
+            memset(b, 0x22, bytes + 16);
+            ref->quantize_act[dt](x, a, nn);
+            k->quantize_act[dt](x, b, nn);
+            if (memcmp(a, b, bytes) != 0) bad++;
+            if (b[bytes] != 0x22 || b[bytes + 15] != 0x22) bad++;
+        }
+        T_CHECKF(bad == 0, "%s: quantize_act dot type %d differs from scalar in %d rows", k->name, dt, bad);
+    }
+    free(x);
+    free(a);
+    free(b);
+}
+
+static int same_class(float a, float b) {
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+    if (isinf(a) || isinf(b)) return a == b;
+    return 1;
+}
+
+static void matmuls(const g4_kern *ref, const g4_kern *k) {
+    const int toks[] = { 1, 2, 3, 7, 32 };
+    const float SENT = -12345.678f;
+    uint64_t s = 77;
+    for (int wi = 0; wi < N_WTYPES; wi++) {
+        const uint32_t type = WTYPES[wi];
+        const g4_type_traits *tr = quant_traits(type);
+        const int dt = tr->dot_type;
+        if (!ref->matmul[type]) continue;
+        T_CHECKF(k->matmul[type] != NULL, "%s: no matmul for %s", k->name, tr->name);
+        if (!k->matmul[type]) continue;
+        double worst = 0;
+        for (int mode = 0; mode < 2; mode++) {
+            /* K-quants: 3 super-blocks; 32-blocks: 7 blocks, or 24; float types: odd lengths */
+            const int64_t n_in = tr->blck == 256 ? 768 : tr->blck == 32 ? (mode ? 768 : 224) : (mode ? 768 : 37);
+            const int64_t n_out = 13;
+            const size_t wrb = quant_row_bytes(type, n_in), xrb = kern_act_row_bytes(dt, n_in);
+            uint8_t *w = malloc(wrb * (size_t)n_out);
+            make_weights(type, mode, n_out, n_in, w, &s);
+            for (int ti = 0; ti < 5; ti++) {
+                const int n_tok = toks[ti];
+                const size_t ldy = (size_t)n_out + 3;
+                float *x = malloc((size_t)n_in * (size_t)n_tok * sizeof *x);
+                uint8_t *xq = malloc(xrb * (size_t)n_tok + 16);
+                float *y0 = malloc(ldy * (size_t)n_tok * sizeof *y0 + 64), *y1 = malloc(ldy * (size_t)n_tok * sizeof *y1 + 64);
+                for (int64_t i = 0; i < n_in * n_tok; i++) x[i] = gauss(&s) * (i % 11 == 0 ? 4.0f : 1.0f);
+                for (int t = 0; t < n_tok; t++) ref->quantize_act[dt](x + (size_t)t * (size_t)n_in, xq + (size_t)t * xrb, n_in);
+                const int64_t ranges[2][2] = { { 0, n_out }, { 2, n_out - 2 } };
+                for (int ri = 0; ri < 2; ri++) {
+                    const int64_t r0 = ranges[ri][0], r1 = ranges[ri][1];
+                    for (size_t i = 0; i < ldy * (size_t)n_tok + 16; i++) y0[i] = y1[i] = SENT;
+                    ref->matmul[type](y0, ldy, w, wrb, xq, xrb, n_in, r0, r1, n_tok);
+                    k->matmul[type](y1, ldy, w, wrb, xq, xrb, n_in, r0, r1, n_tok);
+                    int guards = 1, classes = 1;
+                    double num = 0, den = 0;
+                    for (int t = 0; t < n_tok; t++)
+                        for (size_t r = 0; r < ldy; r++) {
+                            const size_t i = (size_t)t * ldy + r;
+                            const int written = (int64_t)r >= r0 && (int64_t)r < r1;
+                            if (!written) { guards &= y1[i] == SENT; continue; }
+                            classes &= same_class(y0[i], y1[i]);
+                            if (isfinite(y0[i]) && isfinite(y1[i])) {
+                                const double d = (double)y0[i] - (double)y1[i];
+                                num += d * d;
+                                den += (double)y0[i] * (double)y0[i];
+                            }
+                        }
+                    for (size_t i = ldy * (size_t)n_tok; i < ldy * (size_t)n_tok + 16; i++) guards &= y1[i] == SENT;
+                    const double nmse = den > 0 ? num / den : num;
+                    if (nmse > worst) worst = nmse;
+                    T_CHECKF(guards, "%s %s n_tok %d rows [%lld,%lld): wrote outside its rows", k->name, tr->name,
+                             n_tok, (long long)r0, (long long)r1);
+                    T_CHECKF(classes, "%s %s n_tok %d: NaN/Inf differ", k->name, tr->name, n_tok);
+                    T_CHECKF(nmse <= 1e-6, "%s %s mode %d n_tok %d rows [%lld,%lld): NMSE %.3g", k->name, tr->name,
+                             mode, n_tok, (long long)r0, (long long)r1, nmse);
+                }
+                free(x); free(xq); free(y0); free(y1);
+            }
+            free(w);
+        }
+        if (getenv("G4_TEST_VERBOSE")) fprintf(stderr, "    %-7s %-7s worst NMSE %.3g\n", k->name, tr->name, worst);
+    }
+}
+
+static void selection(void) {
+    char err[128];
+    const g4_kern *ks[8];
+    const int nk = kern_list(ks, 8);
+    T_CHECK(nk >= 1 && !strcmp(ks[0]->name, "scalar"));
+    const g4_kern *best = kern_select(NULL, err, sizeof err);
+    const char *env = getenv("G4_ISA");
+    T_CHECK(best != NULL);
+    if (best && !(env && *env)) T_CHECK(best == ks[nk - 1]); /* the last listed is the best */
+    const g4_kern *sc = kern_select("scalar", err, sizeof err);
+    T_CHECK(sc && !strcmp(sc->name, "scalar"));
+    err[0] = 0;
+    T_CHECK(kern_select("sse9", err, sizeof err) == NULL && strstr(err, "unknown") != NULL);
+#if defined(__x86_64__)
+    err[0] = 0;
+    T_CHECK(kern_select("neon", err, sizeof err) == NULL && strstr(err, "not built") != NULL);
+#endif
+    /* every listed table can be forced by name; an unlisted known one is refused */
+    static const char *NAMES[] = { "scalar", "avx2", "avx512", "neon" };
+    for (int i = 0; i < 4; i++) {
+        int listed = 0;
+        for (int j = 0; j < nk; j++) listed |= !strcmp(ks[j]->name, NAMES[i]);
+        const g4_kern *f = kern_select(NAMES[i], err, sizeof err);
+        T_CHECKF(listed ? f && !strcmp(f->name, NAMES[i]) : f == NULL, "forcing %s", NAMES[i]);
+    }
+    /* $G4_ISA is honoured when force is NULL */
+    char *saved = env ? strdup(env) : NULL;
+    setenv("G4_ISA", "scalar", 1);
+    sc = kern_select(NULL, err, sizeof err);
+    T_CHECK(sc && !strcmp(sc->name, "scalar"));
+    setenv("G4_ISA", "bogus", 1);
+    T_CHECK(kern_select(NULL, err, sizeof err) == NULL);
+    if (saved) { setenv("G4_ISA", saved, 1); free(saved); } else unsetenv("G4_ISA");
+    T_CHECK(kern_act_row_bytes(G4_TYPE_Q8_K, 512) == 584 && kern_act_row_bytes(G4_TYPE_Q8_0, 64) == 68 &&
+            kern_act_row_bytes(G4_TYPE_Q8_1, 64) == 72 && kern_act_row_bytes(G4_TYPE_F16, 3) == 6 &&
+            kern_act_row_bytes(G4_TYPE_F32, 3) == 12);
+}
+
+T_GROUP(kern) {
+    selection();
+    const g4_kern *ks[8];
+    const int nk = kern_list(ks, 8);
+    const g4_kern *ref = scalar_table(ks, nk);
+    T_CHECK(ref != NULL);
+    if (!ref) return;
+    /* the scalar table covers every weight type the traits table marks usable */
+    for (int t = 0; t < G4_TYPE_COUNT; t++) {
+        const g4_type_traits *tr = quant_traits((uint32_t)t);
+        if (tr && tr->weight) T_CHECKF(ref->matmul[t] && ref->quantize_act[tr->dot_type], "scalar lacks %s", tr->name);
+    }
+    for (int i = 0; i < nk; i++) {
+        if (ks[i] == ref) continue;
+        if (getenv("G4_TEST_VERBOSE")) fprintf(stderr, "    testing kernel set %s\n", ks[i]->name);
+        act_quantizers(ref, ks[i]);
+        matmuls(ref, ks[i]);
+    }
+}
