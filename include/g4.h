@@ -162,8 +162,10 @@ typedef struct g4_detok {
     unsigned char pend[8]; /* bytes of an incomplete code point */
     int           n_pend;
 } g4_detok;
-/* Appends the complete UTF-8 text that tok adds to buf; returns bytes written (<= cap;
- * 64 + the longest piece is always enough). */
+/* Appends the complete UTF-8 text that tok adds to buf; returns bytes written (<= cap).
+ * The output is always valid UTF-8: invalid bytes become U+FFFD. 64 + the piece length is
+ * enough for pieces that are valid UTF-8 (every token of the Gemma vocabularies; 1024 bytes
+ * always is for them); 64 + 3 x the piece length for any piece. What does not fit is dropped. */
 G4_API size_t g4_detok_push(g4_detok *d, const g4_model *m, int32_t tok, unsigned flags,
                             char *buf, size_t cap);
 /* Flushes held bytes as U+FFFD (EF BF BD) per incomplete sequence; returns bytes written. */
