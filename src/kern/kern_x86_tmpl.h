@@ -94,28 +94,25 @@ DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16)
 
 /* 32-element blocks with Q8_0 activations: signed codes s (32 x i8) via the sign trick,
  * |s| x sign(a, s) as u8 x s8 (|s| <= 128 so pairs stay below 2^15). */
-KINLINE __m256i dot_s8s8(__m256i s, __m256i a) {
-    __m256i acc = _mm256_setzero_si256();
-    KX_DOT_U8S8(acc, _mm256_sign_epi8(s, s), _mm256_sign_epi8(a, s));
-    return acc;
-}
-
 #define DEF_DOT_B32(tname, wbytes, DECODE)                                                         \
     KINLINE void dot_##tname(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,      \
                              int64_t n, const int T, float *restrict out) {                          \
-        __m256 acc[KMAXT];                                                                           \
-        for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();                                    \
+        __m256 acc[KMAXT][2]; /* two chains per token: even and odd blocks */                        \
+        for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();                     \
         const int64_t nb = n / 32;                                                                    \
         for (int64_t i = 0; i < nb; i++, w += wbytes) {                                               \
             const __m256i s = DECODE(w);                                                              \
+            const __m256i us = _mm256_sign_epi8(s, s);                                                \
             const float dw = h2f(w);                                                                  \
             for (int t = 0; t < T; t++) {                                                             \
                 const uint8_t *a = x + t * xrb + i * 34;                                              \
-                const __m256i p = dot_s8s8(s, ld256(a + 2));                                          \
-                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * h2f(a)), _mm256_cvtepi32_ps(p), acc[t]);  \
+                __m256i p = _mm256_setzero_si256();                                                   \
+                KX_DOT_U8S8(p, us, _mm256_sign_epi8(ld256(a + 2), s));                                \
+                acc[t][i & 1] = _mm256_fmadd_ps(_mm256_set1_ps(dw * h2f(a)), _mm256_cvtepi32_ps(p),   \
+                                                acc[t][i & 1]);                                       \
             }                                                                                         \
         }                                                                                             \
-        for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);                                        \
+        for (int t = 0; t < T; t++) out[t] = hsum_ps(_mm256_add_ps(acc[t][0], acc[t][1]));           \
     }
 
 KINLINE __m256i dec_q8_0(const uint8_t *b) { return ld256(b + 2); }

@@ -1,0 +1,266 @@
+/* g4-bench-kern.c - kernel benchmarks (`make bench`): matvec weight-streaming rate at Gemma 4
+ * E2B shapes next to the single-thread DRAM read rate measured in the same run, and Q4_K
+ * prefill GEMM throughput next to a measured int8 dot peak.
+ *
+ *   build/g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q]   (-q: quick, small shapes)
+ *
+ * Shapes are ggml order n_in x n_out (ffn_gate/up 1536x6144, ffn_down 6144x1536, layers
+ * 15-34 gate/up 1536x12288, LM head 1536x262144). Weights are random blocks (random bytes,
+ * finite f16 scales) so no quantizer runs. Every figure is the median of `reps` timed runs
+ * after one warm-up run; matvec rates are bytes of weights / time. 2-thread figures depend on
+ * whether the host gives the two vCPUs separate cores (performance.md).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <immintrin.h>
+
+#include "kern/kern.h"
+#include "pool.h"
+#include "quant/quant_ref.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t next_rand(void) {
+    uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* ==== DRAM read bandwidth: load-sum over a buffer, one thread ==== */
+
+__attribute__((target("avx2"))) static uint64_t sum_avx2(const uint8_t *p, size_t n) {
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = 0; i < n; i += 128) {
+        a0 = _mm256_add_epi64(a0, _mm256_load_si256((const __m256i *)(const void *)(p + i)));
+        a1 = _mm256_add_epi64(a1, _mm256_load_si256((const __m256i *)(const void *)(p + i + 32)));
+        a2 = _mm256_add_epi64(a2, _mm256_load_si256((const __m256i *)(const void *)(p + i + 64)));
+        a3 = _mm256_add_epi64(a3, _mm256_load_si256((const __m256i *)(const void *)(p + i + 96)));
+    }
+    a0 = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
+    uint64_t o[4];
+    _mm256_storeu_si256((__m256i *)(void *)o, a0);
+    return o[0] + o[1] + o[2] + o[3];
+}
+
+__attribute__((target("avx512f"))) static uint64_t sum_avx512(const uint8_t *p, size_t n) {
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = 0; i < n; i += 256) {
+        a0 = _mm512_add_epi64(a0, _mm512_load_si512((const void *)(p + i)));
+        a1 = _mm512_add_epi64(a1, _mm512_load_si512((const void *)(p + i + 64)));
+        a2 = _mm512_add_epi64(a2, _mm512_load_si512((const void *)(p + i + 128)));
+        a3 = _mm512_add_epi64(a3, _mm512_load_si512((const void *)(p + i + 192)));
+    }
+    return (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+}
+
+static double dram_read_gbs(int reps, size_t bytes) {
+    uint8_t *buf = aligned_alloc(4096, bytes);
+    if (!buf) return 0;
+    for (size_t i = 0; i < bytes; i += 8) { uint64_t v = i * 0x9e37u; memcpy(buf + i, &v, 8); }
+    const int z = __builtin_cpu_supports("avx512f");
+    double t[32];
+    volatile uint64_t sink = 0;
+    for (int r = 0; r <= reps; r++) {
+        const double t0 = now_s();
+        sink += z ? sum_avx512(buf, bytes) : sum_avx2(buf, bytes);
+        __asm__ volatile("" ::: "memory"); /* compiler barrier between passes */
+        if (r) t[r - 1] = (double)bytes / (now_s() - t0) * 1e-9;
+    }
+    (void)sink;
+    free(buf);
+    return median(t, reps);
+}
+
+/* ==== int8 dot peak (one thread): 12 independent accumulators ==== */
+
+__attribute__((target("avx512f,avx512vnni"))) static double peak_vnni(void) {
+    __m512i acc[12];
+    for (int k = 0; k < 12; k++) acc[k] = _mm512_set1_epi32(k);
+    const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
+    const long iters = 20000000;
+    const double t0 = now_s();
+    for (long i = 0; i < iters; i++) {
+        for (int k = 0; k < 12; k++) acc[k] = _mm512_dpbusd_epi32(acc[k], a, b);
+        __asm__ volatile("" : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]), "+v"(acc[4]), "+v"(acc[5]));
+    }
+    const double dt = now_s() - t0;
+    volatile int sink = 0;
+    for (int k = 0; k < 12; k++) sink += _mm_cvtsi128_si32(_mm512_castsi512_si128(acc[k]));
+    (void)sink;
+    return (double)iters * 12 * 64 * 2 / dt * 1e-9; /* 64 MAC per instruction, 2 ops each */
+}
+
+__attribute__((target("avx2"))) static double peak_avx2(void) {
+    __m256i acc[12];
+    for (int k = 0; k < 12; k++) acc[k] = _mm256_set1_epi32(k);
+    __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-2);
+    const __m256i one = _mm256_set1_epi16(1);
+    const long iters = 10000000;
+    const double t0 = now_s();
+    for (long i = 0; i < iters; i++) {
+        __asm__ volatile("" : "+x"(a), "+x"(b)); /* keep the multiplies inside the loop */
+        for (int k = 0; k < 12; k++)
+            acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), one));
+        __asm__ volatile("" : "+x"(acc[0]), "+x"(acc[1]), "+x"(acc[2]), "+x"(acc[3]));
+    }
+    const double dt = now_s() - t0;
+    volatile int sink = 0;
+    for (int k = 0; k < 12; k++) sink += _mm_cvtsi128_si32(_mm256_castsi256_si128(acc[k]));
+    (void)sink;
+    return (double)iters * 12 * 32 * 2 / dt * 1e-9;
+}
+
+/* ==== matmul over the pool ==== */
+
+typedef struct mm_job {
+    const g4_kern *k;
+    uint32_t type;
+    float *y;          /* [n_tok][n_out] */
+    const uint8_t *w;  /* [n_out] rows of wrb */
+    size_t wrb;
+    const uint8_t *xq; /* [n_tok] rows of xrb */
+    size_t xrb;
+    int64_t n_in, n_out;
+    int n_tok;
+} mm_job;
+
+static void mm_task(void *vctx, int64_t i0, int64_t i1, int thread) {
+    (void)thread;
+    const mm_job *j = vctx;
+    j->k->matmul[j->type](j->y, (size_t)j->n_out, j->w, j->wrb, j->xq, j->xrb, j->n_in, i0, i1, j->n_tok);
+}
+
+static void random_blocks(uint32_t type, uint8_t *w, size_t bytes) {
+    const g4_type_traits *tr = quant_traits(type);
+    for (size_t i = 0; i + 8 <= bytes; i += 8) { uint64_t v = next_rand(); memcpy(w + i, &v, 8); }
+    int off[2] = { -1, -1 };
+    switch (type) {
+    case G4_TYPE_Q4_0: case G4_TYPE_Q8_0: case G4_TYPE_Q5_0: case G4_TYPE_IQ4_NL: off[0] = 0; break;
+    case G4_TYPE_Q4_K: case G4_TYPE_Q5_K: off[0] = 0; off[1] = 2; break;
+    case G4_TYPE_Q6_K: off[0] = 208; break;
+    default: break;
+    }
+    if (tr->blck == 1) { /* F16/BF16: keep values finite: clear the top exponent bit */
+        for (size_t i = 1; i < bytes; i += 2) w[i] &= 0xbf;
+        return;
+    }
+    for (size_t b = 0; b + tr->bytes <= bytes; b += tr->bytes)
+        for (int k = 0; k < 2; k++)
+            if (off[k] >= 0) { const uint16_t h = (uint16_t)(0x2000 | (next_rand() & 0x3ff)); memcpy(w + b + off[k], &h, 2); }
+}
+
+/* median seconds of one matmul of n_tok tokens over n_out rows */
+static double time_matmul(const g4_kern *k, g4_pool *pool, uint32_t type, const uint8_t *w, int64_t n_in,
+                          int64_t n_out, int n_tok, int reps, int64_t chunk) {
+    const int dt = quant_traits(type)->dot_type;
+    const size_t xrb = kern_act_row_bytes(dt, n_in);
+    float *x = malloc((size_t)n_in * (size_t)n_tok * sizeof *x);
+    uint8_t *xq = malloc(xrb * (size_t)n_tok);
+    float *y = malloc((size_t)n_out * (size_t)n_tok * sizeof *y);
+    for (int64_t i = 0; i < n_in * n_tok; i++) x[i] = (float)((int64_t)(next_rand() % 2001) - 1000) * 1e-3f;
+    for (int t = 0; t < n_tok; t++) k->quantize_act[dt](x + (size_t)t * (size_t)n_in, xq + (size_t)t * xrb, n_in);
+    mm_job j = { k, type, y, w, quant_row_bytes(type, n_in), xq, xrb, n_in, n_out, n_tok };
+    double t[64];
+    for (int r = 0; r <= reps; r++) {
+        const double t0 = now_s();
+        pool_for(pool, n_out, chunk, mm_task, &j);
+        __asm__ volatile("" ::: "memory");
+        if (r) t[r - 1] = now_s() - t0;
+    }
+    free(x); free(xq); free(y);
+    return median(t, reps);
+}
+
+int main(int argc, char **argv) {
+    const char *force = NULL;
+    int reps = 7, quick = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-k") && i + 1 < argc) force = argv[++i];
+        else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-q")) quick = 1;
+        else { fprintf(stderr, "usage: g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q]\n"); return 2; }
+    }
+    if (reps < 1) reps = 1;
+    if (reps > 31) reps = 31;
+    char err[128];
+    const g4_kern *k = kern_select(force, err, sizeof err);
+    if (!k) { fprintf(stderr, "g4-bench-kern: %s\n", err); return 1; }
+    g4_allocator al;
+    g4_allocator_init(&al, NULL, NULL);
+    g4_pool *pool2 = NULL;
+    if (pool_create(&pool2, 2, &al) != G4_OK) { fprintf(stderr, "g4-bench-kern: pool\n"); return 1; }
+
+    printf("kernel set: %s, reps %d (medians)\n", k->name, reps);
+    const double bw = dram_read_gbs(reps, quick ? (size_t)256 << 20 : (size_t)1 << 30);
+    printf("DRAM read, 1 thread (%s load-sum over %s): %.1f GB/s\n",
+           __builtin_cpu_supports("avx512f") ? "zmm" : "ymm", quick ? "256 MiB" : "1 GiB", bw);
+
+    static const struct { int64_t n_in, n_out; const char *what; } SH[] = {
+        { 1536, 6144, "ffn_gate/up" }, { 6144, 1536, "ffn_down" }, { 1536, 12288, "ffn_gate/up 15-34" },
+        { 1536, 262144, "LM head" },
+    };
+    static const uint32_t TY[] = { G4_TYPE_Q4_K, G4_TYPE_Q6_K, G4_TYPE_Q8_0, G4_TYPE_Q4_0, G4_TYPE_Q5_K, G4_TYPE_BF16 };
+    printf("\nmatvec (1 token), GB/s of weights; %% = of the 1-thread DRAM rate\n");
+    printf("%-6s %-24s %9s %14s %14s\n", "type", "shape (n_in x n_out)", "MiB", "1 thread", "2 threads");
+    for (size_t ti = 0; ti < sizeof TY / sizeof TY[0]; ti++) {
+        for (size_t si = 0; si < sizeof SH / sizeof SH[0]; si++) {
+            const int64_t n_out = quick ? SH[si].n_out / 8 : SH[si].n_out;
+            if (TY[ti] == G4_TYPE_BF16 && SH[si].n_out > 100000) continue;
+            const size_t bytes = quant_row_bytes(TY[ti], SH[si].n_in) * (size_t)n_out;
+            uint8_t *w = aligned_alloc(64, (bytes + 63) / 64 * 64);
+            if (!w) continue;
+            random_blocks(TY[ti], w, bytes);
+            const double t1 = time_matmul(k, NULL, TY[ti], w, SH[si].n_in, n_out, 1, reps, n_out);
+            const double t2 = time_matmul(k, pool2, TY[ti], w, SH[si].n_in, n_out, 1, reps, 64);
+            char shape[48];
+            snprintf(shape, sizeof shape, "%lldx%lld %s", (long long)SH[si].n_in, (long long)n_out, SH[si].what);
+            printf("%-6s %-24s %9.1f %7.1f (%3.0f%%) %7.1f (%3.0f%%)\n", quant_traits(TY[ti])->name, shape,
+                   (double)bytes / 1048576.0, (double)bytes / t1 * 1e-9, 100.0 * (double)bytes / t1 * 1e-9 / bw,
+                   (double)bytes / t2 * 1e-9, 100.0 * (double)bytes / t2 * 1e-9 / bw);
+            free(w);
+        }
+    }
+
+    const int vnni = __builtin_cpu_supports("avx512vnni");
+    const double peak = vnni ? peak_vnni() : peak_avx2();
+    printf("\nint8 dot peak, 1 thread (%s, 12 accumulators): %.0f GOP/s\n",
+           vnni ? "vpdpbusd zmm" : "vpmaddubsw+vpmaddwd ymm", peak);
+    printf("prefill GEMM (n_tok tokens x weights), GOP/s = 2*n_in*n_out*n_tok / time\n");
+    static const uint32_t GT[] = { G4_TYPE_Q4_K, G4_TYPE_Q8_0, G4_TYPE_Q4_0, G4_TYPE_Q6_K };
+    for (size_t gi = 0; gi < sizeof GT / sizeof GT[0]; gi++) {
+        const int64_t n_in = 1536, n_out = quick ? 768 : 6144;
+        const size_t bytes = quant_row_bytes(GT[gi], n_in) * (size_t)n_out;
+        uint8_t *w = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        random_blocks(GT[gi], w, bytes);
+        const int toks[] = { 4, 32, 128 };
+        for (int i = 0; i < 3; i++) {
+            const double t1 = time_matmul(k, NULL, GT[gi], w, n_in, n_out, toks[i], reps < 3 ? reps : 3, 16);
+            const double t2 = time_matmul(k, pool2, GT[gi], w, n_in, n_out, toks[i], reps < 3 ? reps : 3, 16);
+            const double ops = 2.0 * (double)n_in * (double)n_out * toks[i];
+            printf("%-6s %lldx%lld n_tok %3d: 1 thread %6.1f GOP/s (%3.0f%% of peak), 2 threads %6.1f GOP/s\n",
+                   quant_traits(GT[gi])->name, (long long)n_in, (long long)n_out, toks[i], ops / t1 * 1e-9,
+                   100.0 * ops / t1 * 1e-9 / peak, ops / t2 * 1e-9);
+        }
+        free(w);
+    }
+    pool_free(pool2);
+    return 0;
+}
