@@ -123,10 +123,12 @@ __attribute__((target("f16c"))) static float hw_h2f(uint16_t h) { return _cvtsh_
 __attribute__((target("f16c"))) static uint16_t hw_f2h(float f) { return (uint16_t)_cvtss_sh(f, 0); }
 #endif
 
+#if defined(__x86_64__)
 static int same_f32(float a, float b) {
     if (isnan(a) || isnan(b)) return isnan(a) && isnan(b) && signbit(a) == signbit(b);
     return f2u(a) == f2u(b);
 }
+#endif
 
 static void f16_conversions(void) {
     /* software-only properties, any CPU */
