@@ -90,6 +90,9 @@ static int run_scalar(const kern_cpu *c) { (void)c; return 1; }
 #if defined(G4_X86)
 static int run_avx2(const kern_cpu *c) { return c->avx2 && c->fma && c->f16c; }
 static int run_avx512(const kern_cpu *c) {
+#if defined(G4_SIMDE_AVX512) /* test-only build: kern_avx512.c runs on SIMDe's emulation */
+    if (run_avx2(c)) return 1;
+#endif
     return run_avx2(c) && c->avx512f && c->avx512bw && c->avx512vl && c->avx512dq &&
            c->avx512vnni && c->avx512bf16;
 }

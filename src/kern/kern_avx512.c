@@ -1,12 +1,26 @@
 /* kern_avx512.c - AVX-512 (F/BW/VL/DQ + VNNI + BF16) kernel table (x86-64 builds; chosen at
  * run time only when CPUID reports every one of these and XGETBV shows the OS saves zmm
- * state). The only file built with -mavx512*. Same bodies as kern_avx2.c (kern_x86_tmpl.h),
- * on ymm vectors with the 32 EVEX registers, and vpdpbusd (AVX512-VNNI, 256-bit form) for the
- * u8 x s8 block dots: exact int32 accumulation, no int16 intermediate.
- * Contract and accuracy: kern_x86_tmpl.h.
+ * state). The only file built with -mavx512*.
+ *
+ * Bodies, contract and accuracy: kern_x86_tmpl.h (shared with kern_avx2.c). Here:
+ * - Q4_K, Q5_K, Q6_K use zmm kernels (KX_ZMM): 64 codes per vector in element order, so
+ *   one 64-byte activation load serves 64 weights; vpmaddubsw + vpmaddwd by a vpermw-built
+ *   scale vector (exact: codes <= 63, pairs < 2^15); one int32 -> f32 step per block;
+ * - the 32-element block formats use vpdpbusd (AVX512-VNNI, 256-bit form) for u8 x s8.
+ *
+ * Test-only: -DG4_SIMDE_AVX512 builds this file against SIMDe's portable AVX-512 (package
+ * libsimde-dev) so its logic can be checked on CPUs without AVX-512 (tests/sh/avx512_simde.sh).
  */
+#if defined(G4_SIMDE_AVX512)
+#define SIMDE_ENABLE_NATIVE_ALIASES
+#include <simde/x86/avx512.h>
+#undef _mm512_madd_epi16 /* SIMDe 0.7.4 aliases the masked form under this name */
+#define _mm512_madd_epi16(a, b) simde_mm512_madd_epi16(a, b)
+#endif
+
 #define KX(name) name##_avx512
 #define KX_NAME "avx512"
+#define KX_ZMM 1
 #define KX_DOT_U8S8(acc, u, s) ((acc) = _mm256_dpbusd_epi32((acc), (u), (s)))
 
 #include "kern_x86_tmpl.h"

@@ -197,10 +197,12 @@ KINLINE void dot_q45_K(const uint8_t *restrict w, const uint8_t *restrict x, siz
     }
     for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
 }
+#if !defined(KX_ZMM)
 KINLINE void dot_q4_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
                       const int T, float *restrict out) { dot_q45_K(w, x, xrb, n, T, out, 0); }
 KINLINE void dot_q5_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
                       const int T, float *restrict out) { dot_q45_K(w, x, xrb, n, T, out, 1); }
+#endif
 
 /* byte selectors: low 128 lane -> i16 element 2k, high lane -> element 2k+1 (k = 0..3) */
 static const uint8_t Q6_SEL[4][32] = {
@@ -211,8 +213,8 @@ static const uint8_t Q6_SEL[4][32] = {
 
 /* Q6_K x Q8_K: codes 0..63 (stored q + 32) as u8, per 16-element group int8 scale via
  * vpmaddwd, minus 32 * sum_g scale[g]*bsums[g]. Chunk j (32 elements, groups 2j, 2j+1). */
-KINLINE void dot_q6_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
-                      const int T, float *restrict out) {
+KINLINE void dot_q6_K_ymm(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                          const int T, float *restrict out) {
     const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
     __m256 acc[KMAXT];
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
@@ -256,6 +258,128 @@ KINLINE void dot_q6_K(const uint8_t *restrict w, const uint8_t *restrict x, size
     }
     for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
 }
+
+#if defined(KX_ZMM)
+/* ==== zmm (AVX-512 BW) K-quant kernels: 64 codes per vector in element order ==== */
+
+/* vpsrlvw counts: low 256 bits 0 (low nibbles / first bit pair), high 256 bits 4 */
+static const uint16_t ZQ_SRL4[32] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                      4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
+static const uint16_t ZQ_SRL01[32] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                       1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
+static const uint16_t ZQ_SRL02[32] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                       2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
+/* vpermw indices: i16 lane L of a maddubs result covers codes 2L, 2L+1.
+ * Q4_K chunk k (sub-blocks 2k, 2k+1): lanes 0..15 -> scale 2k, 16..31 -> 2k+1.
+ * Q6_K (16-element groups): lane L -> group base + L/8. */
+#define R16(v) v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v
+#define R8(v) v, v, v, v, v, v, v, v
+static const uint16_t ZQ_K4IDX[4][32] = { { R16(0), R16(1) }, { R16(2), R16(3) }, { R16(4), R16(5) }, { R16(6), R16(7) } };
+static const uint16_t ZQ_K6IDX[4][32] = { { R8(0), R8(1), R8(2), R8(3) }, { R8(4), R8(5), R8(6), R8(7) },
+                                          { R8(8), R8(9), R8(10), R8(11) }, { R8(12), R8(13), R8(14), R8(15) } };
+#undef R16
+#undef R8
+
+KINLINE __m512i ld512(const void *p) { return _mm512_loadu_si512(p); }
+KINLINE __m256i zsum256(__m512i v) {
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+KINLINE void dot_q45_K_zmm(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,
+                           int64_t n, const int T, float *restrict out, const int q5) {
+    const size_t wb = q5 ? 176 : 144;
+    const __m512i m4 = _mm512_set1_epi8(0x0f), one = _mm512_set1_epi8(1);
+    const __m512i srl4 = ld512(ZQ_SRL4), srl01 = ld512(ZQ_SRL01);
+    const __m128i dup = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+    __m256 acc[KMAXT];
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    const int64_t nb = n / 256;
+    for (int64_t i = 0; i < nb; i++, w += wb) {
+        uint8_t sm[16];
+        kq_scales(w + 4, sm);
+        const float dw = h2f(w), dmw = h2f(w + 2);
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(ld128(sm), dup));
+        const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(ld128(sm)));
+        const uint8_t *qs = w + (q5 ? 48 : 16);
+        __m512i qh = _mm512_setzero_si512();
+        if (q5) qh = _mm512_srlv_epi16(_mm512_broadcast_i64x4(ld256(w + 16)), srl01);
+        __m512i sumi[KMAXT];
+        for (int t = 0; t < T; t++) sumi[t] = _mm512_setzero_si512();
+        for (int k = 0; k < 4; k++) {
+            /* 64 codes, elements 64k..64k+63: low nibbles then high nibbles of 32 bytes */
+            __m512i q = _mm512_and_si512(_mm512_srlv_epi16(_mm512_broadcast_i64x4(ld256(qs + 32 * k)), srl4), m4);
+            if (q5) {
+                q = _mm512_or_si512(q, _mm512_slli_epi16(_mm512_and_si512(qh, one), 4));
+                qh = _mm512_srli_epi16(qh, 2);
+            }
+            const __m512i scv = _mm512_permutexvar_epi16(ld512(ZQ_K4IDX[k]), sc16);
+            for (int t = 0; t < T; t++) {
+                const __m512i a = ld512(x + t * xrb + i * 292 + 4 + 64 * k);
+                sumi[t] = _mm512_add_epi32(sumi[t], _mm512_madd_epi16(_mm512_maddubs_epi16(q, a), scv));
+            }
+        }
+        for (int t = 0; t < T; t++) {
+            const uint8_t *a = x + t * xrb + i * 292;
+            const float da = rdf(a);
+            const __m256i msum = _mm256_madd_epi16(ld256(a + 260), mins);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(zsum256(sumi[t])), acc[t]);
+            acc[t] = _mm256_fnmadd_ps(_mm256_set1_ps(da * dmw), _mm256_cvtepi32_ps(msum), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
+}
+
+KINLINE void dot_q6_K_zmm(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                          const int T, float *restrict out) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x03);
+    const __m512i srl_a = ld512(ZQ_SRL02), srl_b = _mm512_add_epi16(ld512(ZQ_SRL02), _mm512_set1_epi16(4));
+    __m256 acc[KMAXT];
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    const int64_t nb = n / 256;
+    for (int64_t i = 0; i < nb; i++, w += 210) {
+        const float dw = h2f(w + 208);
+        const __m256i sc16y = _mm256_cvtepi8_epi16(ld128(w + 192));
+        const __m512i sc16 = _mm512_castsi256_si512(sc16y);
+        __m512i sumi[KMAXT];
+        for (int t = 0; t < T; t++) sumi[t] = _mm512_setzero_si512();
+        for (int c = 0; c < 2; c++) {
+            const __m512i ql = ld512(w + 64 * c);
+            const __m512i qh = _mm512_broadcast_i64x4(ld256(w + 128 + 32 * c));
+            /* A: elements 128c + 0..63 (low nibbles, qh bits 0-1 / 2-3);
+             * B: elements 128c + 64..127 (high nibbles, qh bits 4-5 / 6-7) */
+            const __m512i qa = _mm512_or_si512(_mm512_and_si512(ql, m4),
+                                               _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, srl_a), m2), 4));
+            const __m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                               _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, srl_b), m2), 4));
+            const __m512i sa = _mm512_permutexvar_epi16(ld512(ZQ_K6IDX[2 * c]), sc16);
+            const __m512i sb = _mm512_permutexvar_epi16(ld512(ZQ_K6IDX[2 * c + 1]), sc16);
+            for (int t = 0; t < T; t++) {
+                const uint8_t *a = x + t * xrb + i * 292 + 4 + 128 * c;
+                const __m512i pa = _mm512_madd_epi16(_mm512_maddubs_epi16(qa, ld512(a)), sa);
+                const __m512i pb = _mm512_madd_epi16(_mm512_maddubs_epi16(qb, ld512(a + 64)), sb);
+                sumi[t] = _mm512_add_epi32(sumi[t], _mm512_add_epi32(pa, pb));
+            }
+        }
+        for (int t = 0; t < T; t++) {
+            const uint8_t *a = x + t * xrb + i * 292;
+            const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(ld256(a + 260), sc16y), 5);
+            const __m256i s = _mm256_sub_epi32(zsum256(sumi[t]), corr);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(rdf(a) * dw), _mm256_cvtepi32_ps(s), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
+}
+
+KINLINE void dot_q4_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                      const int T, float *restrict out) { dot_q45_K_zmm(w, x, xrb, n, T, out, 0); }
+KINLINE void dot_q5_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                      const int T, float *restrict out) { dot_q45_K_zmm(w, x, xrb, n, T, out, 1); }
+KINLINE void dot_q6_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                      const int T, float *restrict out) { dot_q6_K_zmm(w, x, xrb, n, T, out); }
+#else
+KINLINE void dot_q6_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                      const int T, float *restrict out) { dot_q6_K_ymm(w, x, xrb, n, T, out); }
+#endif /* KX_ZMM */
 
 /* ==== Matmul drivers: rows x token groups of <= 4 ==== */
 
