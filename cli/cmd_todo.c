@@ -13,7 +13,4 @@
 
 TODO(cmd_run, "run", 4)
 TODO(cmd_chat, "chat", 5)
-TODO(cmd_bench, "bench", 6)
-TODO(cmd_perplexity, "perplexity", 6)
 TODO(cmd_tokenize, "tokenize", 5)
-TODO(cmd_quantize, "quantize", 6)
