@@ -244,6 +244,51 @@ static void select_top_k(cand *c, int32_t n, int32_t k) {
     }
 }
 
+/* Sorts the shortest prefix of c[0..n) (by logit, then id) whose probability mass reaches
+ * top_p and returns its length. Bucketing by logit first (as llama.cpp does) finds which
+ * candidates can be in that prefix, so only those are sorted; the result equals sorting all n. */
+static int32_t top_p_prefix(cand *c, int32_t n, float mx, double sum, double top_p) {
+    enum { NB = 1024 };
+    float lo = mx;
+    for (int32_t i = 0; i < n; i++) if (c[i].l < lo) lo = c[i].l;
+    int32_t k = n;
+    if (n > 4 * NB && mx - lo > 0) {
+        double mass[NB] = {0}, scale = (double)(NB - 1) / ((double)mx - (double)lo);
+        int32_t cnt[NB] = {0};
+        for (int32_t i = 0; i < n; i++) { /* bucket 0 holds the highest logits */
+            int b = (int)(((double)mx - (double)c[i].l) * scale);
+            mass[b] += exp((double)c[i].l - (double)mx) / sum;
+            cnt[b]++;
+        }
+        double cum = 0;
+        int last = NB - 1;
+        k = 0;
+        for (int b = 0; b < NB; b++) {
+            cum += mass[b];
+            k += cnt[b];
+            if (cum >= top_p) { last = b; break; }
+        }
+        if (last < NB - 1) { /* move buckets 0..last (every logit above a bound) to the front */
+            int32_t o = 0;
+            for (int32_t i = 0; i < n; i++)
+                if ((int)(((double)mx - (double)c[i].l) * scale) <= last) { cand t = c[o]; c[o] = c[i]; c[i] = t; o++; }
+            k = o;
+        } else {
+            k = n;
+        }
+    }
+    for (;;) {
+        qsort(c, (size_t)k, sizeof *c, cmp_cand);
+        double cum = 0;
+        for (int32_t i = 0; i < k; i++) {
+            cum += exp((double)c[i].l - (double)mx) / sum;
+            if (cum >= top_p) return i + 1;
+        }
+        if (k == n) return n; /* rounding: the whole mass stayed below top_p */
+        k = n;                /* rounding at the bucket edge: sort everything */
+    }
+}
+
 int32_t g4_sampler_sample(g4_sampler *s, const float *logits) {
     if (!s || !logits) return 0;
     const g4_sampler_params *p = &s->p;
@@ -279,14 +324,8 @@ int32_t g4_sampler_sample(g4_sampler *s, const float *logits) {
         for (int32_t i = 0; i < n; i++) if ((double)c[i].l >= thr) c[k++] = c[i];
         n = k; /* the maximum always stays */
     }
-    if (p->top_p < 1.0f || n > 1) qsort(c, (size_t)n, sizeof *c, cmp_cand);
-    if (p->top_p < 1.0f) {
-        double cum = 0;
-        for (int32_t i = 0; i < n; i++) {
-            cum += exp((double)c[i].l - (double)mx) / sum;
-            if (cum >= (double)p->top_p) { n = i + 1; break; }
-        }
-    }
+    if (p->top_p < 1.0f) n = top_p_prefix(c, n, mx, sum, (double)p->top_p);
+    else if (n > 1) qsort(c, (size_t)n, sizeof *c, cmp_cand);
     /* temperature and the draw */
     double tot = 0, inv_t = 1.0 / (double)p->temp;
     for (int32_t i = 0; i < n; i++) tot += exp(((double)c[i].l - (double)mx) * inv_t);

@@ -2,6 +2,7 @@
  * non-finite logits, suppress_tokens, seeded determinism, and the distribution each knob
  * produces (frequencies over many draws, within binomial tolerances). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "t.h"
@@ -248,7 +249,47 @@ static void test_penalties(const g4_model *m) {
     g4_sampler_free(s);
 }
 
+/* a large vocabulary takes the bucketed top-p path: the kept set must equal the exact one */
+static void test_top_p_large(void) {
+    enum { BIG = 50000 };
+    fake f;
+    fake_init(&f);
+    f.v.n = BIG;
+    f.v.n_suppress = 0;
+    f.m.cfg.n_vocab = BIG;
+    float *l = malloc(BIG * sizeof *l);
+    if (!l) return;
+    uint64_t st = 99;
+    for (int i = 0; i < BIG; i++) l[i] = t_rng_uniform(&st); /* [-1, 1) */
+    static const int32_t peaks[10] = {40001, 7, 123, 49999, 2500, 9000, 31337, 17, 44444, 600};
+    for (int i = 0; i < 10; i++) l[peaks[i]] = 10.0f;
+    /* mass of one peak: e^10 / (10 e^10 + sum of the rest) ~ 0.0816; top_p 0.6 keeps the 8
+     * lowest-id peaks (cumulative 0.65), never 40001 or 49999 */
+    double rest = 0;
+    for (int i = 0; i < BIG; i++) if (l[i] < 5) rest += exp((double)l[i] - 10.0);
+    double one = 1.0 / (10.0 + rest);
+    int want_k = 0;
+    for (double cum = 0; cum < 0.6; want_k++) cum += one;
+    g4_sampler *s = mk(&f.m, 1.0f, 0, 0.6f, 0, 3);
+    if (!s) { free(l); return; }
+    static const int32_t sorted[10] = {7, 17, 123, 600, 2500, 9000, 31337, 40001, 44444, 49999};
+    int seen[10] = {0}, outside = 0;
+    for (int i = 0; i < 4000; i++) {
+        int32_t t = g4_sampler_sample(s, l), k = -1;
+        for (int j = 0; j < 10; j++) if (sorted[j] == t) k = j;
+        if (k < 0 || k >= want_k) outside++;
+        else seen[k]++;
+    }
+    int all = 1;
+    for (int j = 0; j < want_k; j++) all &= seen[j] > 0;
+    T_CHECK(want_k >= 2 && want_k < 10);
+    T_CHECKF(outside == 0 && all, "top-p large: want %d tokens, %d draws outside", want_k, outside);
+    g4_sampler_free(s);
+    free(l);
+}
+
 T_GROUP(sampler) {
+    test_top_p_large();
     fake f;
     fake_init(&f);
     test_validation(&f.m);
