@@ -247,6 +247,11 @@ static void select_top_k(cand *c, int32_t n, int32_t k) {
 /* Sorts the shortest prefix of c[0..n) (by logit, then id) whose probability mass reaches
  * top_p and returns its length. Bucketing by logit first (as llama.cpp does) finds which
  * candidates can be in that prefix, so only those are sorted; the result equals sorting all n. */
+static inline int bucket_of(float l, float mx, double scale, int nb) {
+    int b = (int)(((double)mx - (double)l) * scale);
+    return b < 0 ? 0 : b >= nb ? nb - 1 : b; /* never outside the table, whatever the rounding */
+}
+
 static int32_t top_p_prefix(cand *c, int32_t n, float mx, double sum, double top_p) {
     enum { NB = 1024 };
     float lo = mx;
@@ -256,7 +261,7 @@ static int32_t top_p_prefix(cand *c, int32_t n, float mx, double sum, double top
         double mass[NB] = {0}, scale = (double)(NB - 1) / ((double)mx - (double)lo);
         int32_t cnt[NB] = {0};
         for (int32_t i = 0; i < n; i++) { /* bucket 0 holds the highest logits */
-            int b = (int)(((double)mx - (double)c[i].l) * scale);
+            int b = bucket_of(c[i].l, mx, scale, NB);
             mass[b] += exp((double)c[i].l - (double)mx) / sum;
             cnt[b]++;
         }
@@ -271,7 +276,7 @@ static int32_t top_p_prefix(cand *c, int32_t n, float mx, double sum, double top
         if (last < NB - 1) { /* move buckets 0..last (every logit above a bound) to the front */
             int32_t o = 0;
             for (int32_t i = 0; i < n; i++)
-                if ((int)(((double)mx - (double)c[i].l) * scale) <= last) { cand t = c[o]; c[o] = c[i]; c[i] = t; o++; }
+                if (bucket_of(c[i].l, mx, scale, NB) <= last) { cand t = c[o]; c[o] = c[i]; c[i] = t; o++; }
             k = o;
         } else {
             k = n;
