@@ -252,8 +252,8 @@ int main(int argc, char **argv) {
         random_blocks(GT[gi], w, bytes);
         const int toks[] = { 4, 32, 128 };
         for (int i = 0; i < 3; i++) {
-            const double t1 = time_matmul(k, NULL, GT[gi], w, n_in, n_out, toks[i], reps < 3 ? reps : 3, 16);
-            const double t2 = time_matmul(k, pool2, GT[gi], w, n_in, n_out, toks[i], reps < 3 ? reps : 3, 16);
+            const double t1 = time_matmul(k, NULL, GT[gi], w, n_in, n_out, toks[i], reps < 5 ? reps : 5, 16);
+            const double t2 = time_matmul(k, pool2, GT[gi], w, n_in, n_out, toks[i], reps < 5 ? reps : 5, 16);
             const double ops = 2.0 * (double)n_in * (double)n_out * toks[i];
             printf("%-6s %lldx%lld n_tok %3d: 1 thread %6.1f GOP/s (%3.0f%% of peak), 2 threads %6.1f GOP/s\n",
                    quant_traits(GT[gi])->name, (long long)n_in, (long long)n_out, toks[i], ops / t1 * 1e-9,

@@ -13,7 +13,8 @@
  * unaligned loads only), xq is [n_tok][xq_row_bytes] in the weight type's dot type,
  * y[t*ldy + r] for r in [row0, row1), t < n_tok. n_in is a multiple of the block size.
  * Matmul: each weight row is dotted with up to 4 tokens at once (weights decoded once per
- * block for the 4), so a row chunk streams its weights from DRAM once for all tokens.
+ * block for the 4), over tiles of 8 rows, so a row chunk streams its weights from DRAM once
+ * for all tokens.
  * Accumulation: integer sums within a block are exact (u8 x s8 pairs never saturate int16:
  * codes <= 63, |a| <= 128); block scaling and accumulation in f32 FMA lanes, reduced at the
  * end. The order differs from quant_ref.c: expected NMSE vs the scalar table <= 1e-6 (the
@@ -28,6 +29,8 @@
 
 #define KMAXT 4   /* tokens per weight-row pass */
 #define KINLINE static inline __attribute__((always_inline))
+/* full unrolling keeps per-token accumulator arrays in registers (GCC 12 spills them otherwise) */
+#define KUNROLL _Pragma("GCC unroll 8")
 
 /* ==== Helpers ==== */
 
@@ -69,15 +72,18 @@ KINLINE __m256 ld_bf16(const uint8_t *p) {
     KINLINE void dot_##tname(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,      \
                              int64_t n, const int T, float *restrict out) {                          \
         __m256 acc[KMAXT][2];                                                                        \
+        KUNROLL \
         for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();                     \
         int64_t i = 0;                                                                                \
         for (; i + 16 <= n; i += 16) {                                                                \
             const __m256 w0 = LD(w + i * esz), w1 = LD(w + (i + 8) * esz);                           \
+            KUNROLL \
             for (int t = 0; t < T; t++) {                                                             \
                 acc[t][0] = _mm256_fmadd_ps(w0, LD(x + t * xrb + i * esz), acc[t][0]);                \
                 acc[t][1] = _mm256_fmadd_ps(w1, LD(x + t * xrb + (i + 8) * esz), acc[t][1]);          \
             }                                                                                         \
         }                                                                                             \
+        KUNROLL \
         for (int t = 0; t < T; t++) {                                                                 \
             double s = (double)hsum_ps(_mm256_add_ps(acc[t][0], acc[t][1]));                          \
             for (int64_t k = i; k < n; k++)                                                           \
@@ -98,12 +104,14 @@ DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16)
     KINLINE void dot_##tname(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,      \
                              int64_t n, const int T, float *restrict out) {                          \
         __m256 acc[KMAXT][2]; /* two chains per token: even and odd blocks */                        \
+        KUNROLL \
         for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();                     \
         const int64_t nb = n / 32;                                                                    \
         for (int64_t i = 0; i < nb; i++, w += wbytes) {                                               \
             const __m256i s = DECODE(w);                                                              \
             const __m256i us = _mm256_sign_epi8(s, s);                                                \
             const float dw = h2f(w);                                                                  \
+            KUNROLL \
             for (int t = 0; t < T; t++) {                                                             \
                 const uint8_t *a = x + t * xrb + i * 34;                                              \
                 __m256i p = _mm256_setzero_si256();                                                   \
@@ -112,6 +120,7 @@ DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16)
                                                 acc[t][i & 1]);                                       \
             }                                                                                         \
         }                                                                                             \
+        KUNROLL \
         for (int t = 0; t < T; t++) out[t] = hsum_ps(_mm256_add_ps(acc[t][0], acc[t][1]));           \
     }
 
@@ -132,8 +141,13 @@ KINLINE __m256i dec_iq4_nl(const uint8_t *b) {
     const __m128i k = _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
     return _mm256_shuffle_epi8(_mm256_set_m128i(k, k), nib32(b + 2));
 }
+#if defined(KX_ZMM)
+DEF_DOT_B32(q8_0_y, 34, dec_q8_0) /* tails of the zmm versions below */
+DEF_DOT_B32(q4_0_y, 18, dec_q4_0)
+#else
 DEF_DOT_B32(q8_0, 34, dec_q8_0)
 DEF_DOT_B32(q4_0, 18, dec_q4_0)
+#endif
 DEF_DOT_B32(q5_0, 22, dec_q5_0)
 DEF_DOT_B32(iq4_nl, 18, dec_iq4_nl)
 
@@ -158,6 +172,7 @@ KINLINE void dot_q45_K(const uint8_t *restrict w, const uint8_t *restrict x, siz
     const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
     const __m128i dup = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
     __m256 acc[KMAXT];
+    KUNROLL
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     const int64_t nb = n / 256;
     for (int64_t i = 0; i < nb; i++, w += wb) {
@@ -170,7 +185,9 @@ KINLINE void dot_q45_K(const uint8_t *restrict w, const uint8_t *restrict x, siz
         __m256i qh = _mm256_setzero_si256();
         if (q5) qh = ld256(w + 16);
         __m256i sumi[KMAXT];
+        KUNROLL
         for (int t = 0; t < T; t++) sumi[t] = _mm256_setzero_si256();
+        KUNROLL
         for (int k = 0; k < 4; k++) {
             const __m256i q = ld256(qs + 32 * k);
             __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
@@ -180,6 +197,7 @@ KINLINE void dot_q45_K(const uint8_t *restrict w, const uint8_t *restrict x, siz
                 qh = _mm256_srli_epi16(qh, 2);
             }
             const __m256i s_lo = _mm256_set1_epi16(sm[2 * k]), s_hi = _mm256_set1_epi16(sm[2 * k + 1]);
+            KUNROLL
             for (int t = 0; t < T; t++) {
                 const uint8_t *a = x + t * xrb + i * 292 + 4 + 64 * k;
                 const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, ld256(a)), s_lo);
@@ -187,6 +205,7 @@ KINLINE void dot_q45_K(const uint8_t *restrict w, const uint8_t *restrict x, siz
                 sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p_lo, p_hi));
             }
         }
+        KUNROLL
         for (int t = 0; t < T; t++) {
             const uint8_t *a = x + t * xrb + i * 292;
             const float da = rdf(a);
@@ -195,6 +214,7 @@ KINLINE void dot_q45_K(const uint8_t *restrict w, const uint8_t *restrict x, siz
             acc[t] = _mm256_fnmadd_ps(_mm256_set1_ps(da * dmw), _mm256_cvtepi32_ps(msum), acc[t]);
         }
     }
+    KUNROLL
     for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
 }
 #if !defined(KX_ZMM)
@@ -217,6 +237,7 @@ KINLINE void dot_q6_K_ymm(const uint8_t *restrict w, const uint8_t *restrict x, 
                           const int T, float *restrict out) {
     const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
     __m256 acc[KMAXT];
+    KUNROLL
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     const int64_t nb = n / 256;
     for (int64_t i = 0; i < nb; i++, w += 210) {
@@ -226,7 +247,9 @@ KINLINE void dot_q6_K_ymm(const uint8_t *restrict w, const uint8_t *restrict x, 
         const __m256i sc_lo = _mm256_permute2x128_si256(sc16, sc16, 0x00); /* scales 0..7 twice */
         const __m256i sc_hi = _mm256_permute2x128_si256(sc16, sc16, 0x11); /* scales 8..15 twice */
         __m256i sumi[KMAXT];
+        KUNROLL
         for (int t = 0; t < T; t++) sumi[t] = _mm256_setzero_si256();
+        KUNROLL
         for (int c = 0; c < 2; c++) {
             const uint8_t *ql = w + 64 * c, *qhp = w + 128 + 32 * c;
             const __m256i l0 = ld256(ql), l1 = ld256(ql + 32), h = ld256(qhp);
@@ -238,17 +261,20 @@ KINLINE void dot_q6_K_ymm(const uint8_t *restrict w, const uint8_t *restrict x, 
                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4));
             q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
+            KUNROLL
             for (int tq = 0; tq < 4; tq++) {
                 const int j = 4 * c + tq; /* chunk: groups 2j, 2j+1 */
                 const __m256i src = j < 4 ? sc_lo : sc_hi;
                 const __m256i sel = ld256(Q6_SEL[j & 3]);
                 const __m256i scv = _mm256_shuffle_epi8(src, sel);
+                KUNROLL
                 for (int t = 0; t < T; t++) {
                     const uint8_t *a = x + t * xrb + i * 292 + 4 + 128 * c + 32 * tq;
                     sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q[tq], ld256(a)), scv));
                 }
             }
         }
+        KUNROLL
         for (int t = 0; t < T; t++) {
             const uint8_t *a = x + t * xrb + i * 292;
             const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(ld256(a + 260), sc16), 5);
@@ -256,6 +282,7 @@ KINLINE void dot_q6_K_ymm(const uint8_t *restrict w, const uint8_t *restrict x, 
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(rdf(a) * dw), _mm256_cvtepi32_ps(s), acc[t]);
         }
     }
+    KUNROLL
     for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
 }
 
@@ -292,6 +319,7 @@ KINLINE void dot_q45_K_zmm(const uint8_t *restrict w, const uint8_t *restrict x,
     const __m512i srl4 = ld512(ZQ_SRL4), srl01 = ld512(ZQ_SRL01);
     const __m128i dup = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
     __m256 acc[KMAXT];
+    KUNROLL
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     const int64_t nb = n / 256;
     for (int64_t i = 0; i < nb; i++, w += wb) {
@@ -304,7 +332,9 @@ KINLINE void dot_q45_K_zmm(const uint8_t *restrict w, const uint8_t *restrict x,
         __m512i qh = _mm512_setzero_si512();
         if (q5) qh = _mm512_srlv_epi16(_mm512_broadcast_i64x4(ld256(w + 16)), srl01);
         __m512i sumi[KMAXT];
+        KUNROLL
         for (int t = 0; t < T; t++) sumi[t] = _mm512_setzero_si512();
+        KUNROLL
         for (int k = 0; k < 4; k++) {
             /* 64 codes, elements 64k..64k+63: low nibbles then high nibbles of 32 bytes */
             __m512i q = _mm512_and_si512(_mm512_srlv_epi16(_mm512_broadcast_i64x4(ld256(qs + 32 * k)), srl4), m4);
@@ -313,11 +343,13 @@ KINLINE void dot_q45_K_zmm(const uint8_t *restrict w, const uint8_t *restrict x,
                 qh = _mm512_srli_epi16(qh, 2);
             }
             const __m512i scv = _mm512_permutexvar_epi16(ld512(ZQ_K4IDX[k]), sc16);
+            KUNROLL
             for (int t = 0; t < T; t++) {
                 const __m512i a = ld512(x + t * xrb + i * 292 + 4 + 64 * k);
                 sumi[t] = _mm512_add_epi32(sumi[t], _mm512_madd_epi16(_mm512_maddubs_epi16(q, a), scv));
             }
         }
+        KUNROLL
         for (int t = 0; t < T; t++) {
             const uint8_t *a = x + t * xrb + i * 292;
             const float da = rdf(a);
@@ -326,6 +358,7 @@ KINLINE void dot_q45_K_zmm(const uint8_t *restrict w, const uint8_t *restrict x,
             acc[t] = _mm256_fnmadd_ps(_mm256_set1_ps(da * dmw), _mm256_cvtepi32_ps(msum), acc[t]);
         }
     }
+    KUNROLL
     for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
 }
 
@@ -334,6 +367,7 @@ KINLINE void dot_q6_K_zmm(const uint8_t *restrict w, const uint8_t *restrict x, 
     const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x03);
     const __m512i srl_a = ld512(ZQ_SRL02), srl_b = _mm512_add_epi16(ld512(ZQ_SRL02), _mm512_set1_epi16(4));
     __m256 acc[KMAXT];
+    KUNROLL
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     const int64_t nb = n / 256;
     for (int64_t i = 0; i < nb; i++, w += 210) {
@@ -341,7 +375,9 @@ KINLINE void dot_q6_K_zmm(const uint8_t *restrict w, const uint8_t *restrict x, 
         const __m256i sc16y = _mm256_cvtepi8_epi16(ld128(w + 192));
         const __m512i sc16 = _mm512_castsi256_si512(sc16y);
         __m512i sumi[KMAXT];
+        KUNROLL
         for (int t = 0; t < T; t++) sumi[t] = _mm512_setzero_si512();
+        KUNROLL
         for (int c = 0; c < 2; c++) {
             const __m512i ql = ld512(w + 64 * c);
             const __m512i qh = _mm512_broadcast_i64x4(ld256(w + 128 + 32 * c));
@@ -353,6 +389,7 @@ KINLINE void dot_q6_K_zmm(const uint8_t *restrict w, const uint8_t *restrict x, 
                                                _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, srl_b), m2), 4));
             const __m512i sa = _mm512_permutexvar_epi16(ld512(ZQ_K6IDX[2 * c]), sc16);
             const __m512i sb = _mm512_permutexvar_epi16(ld512(ZQ_K6IDX[2 * c + 1]), sc16);
+            KUNROLL
             for (int t = 0; t < T; t++) {
                 const uint8_t *a = x + t * xrb + i * 292 + 4 + 128 * c;
                 const __m512i pa = _mm512_madd_epi16(_mm512_maddubs_epi16(qa, ld512(a)), sa);
@@ -360,6 +397,7 @@ KINLINE void dot_q6_K_zmm(const uint8_t *restrict w, const uint8_t *restrict x, 
                 sumi[t] = _mm512_add_epi32(sumi[t], _mm512_add_epi32(pa, pb));
             }
         }
+        KUNROLL
         for (int t = 0; t < T; t++) {
             const uint8_t *a = x + t * xrb + i * 292;
             const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(ld256(a + 260), sc16y), 5);
@@ -367,8 +405,70 @@ KINLINE void dot_q6_K_zmm(const uint8_t *restrict w, const uint8_t *restrict x, 
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(rdf(a) * dw), _mm256_cvtepi32_ps(s), acc[t]);
         }
     }
+    KUNROLL
     for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
 }
+
+/* Q8_0 / Q4_0 x Q8_0, two blocks per zmm: unsigned codes u (Q8_0: w + 128, Q4_0: q) times
+ * activations with vpdpbusd, minus off * sum(a) (off = 128 or 8), also by vpdpbusd; lanes
+ * 0..7 belong to block i, 8..15 to block i+1, scaled per lane in f32. The four f16 scales
+ * of a pair (2 weight, 2 activation) are converted with one vcvtph2ps. */
+static const uint16_t ZQ_SRL4X[32] = { 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4,
+                                       0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4 };
+static const int32_t ZQ_PAIR[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1 };
+
+KINLINE float zhsum_ps(__m512 v) {
+    const __m256i hi = _mm512_extracti64x4_epi64(_mm512_castps_si512(v), 1);
+    return hsum_ps(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castsi256_ps(hi)));
+}
+
+KINLINE void dot_b32_zmm(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                         const int T, float *restrict out, const int q4) {
+    const size_t wb = q4 ? 18 : 34;
+    const __m512i m4 = _mm512_set1_epi8(0x0f), flip = _mm512_set1_epi8((char)0x80);
+    const __m512i offv = _mm512_set1_epi8(q4 ? 8 : (char)0x80); /* as u8: 8 or 128 */
+    const __m512i srl = ld512(ZQ_SRL4X), dup = _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3);
+    const __m512i pair = ld512(ZQ_PAIR);
+    __m512 acc[KMAXT][2];
+    KUNROLL
+    for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+    const int64_t nb = n / 32;
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        const uint8_t *b0 = w + (size_t)i * wb, *b1 = b0 + wb;
+        __m512i u;
+        if (q4) {
+            const __m512i z = _mm512_permutexvar_epi64(dup, _mm512_castsi256_si512(_mm256_set_m128i(ld128(b1 + 2), ld128(b0 + 2))));
+            u = _mm512_and_si512(_mm512_srlv_epi16(z, srl), m4);     /* [lo0 hi0 lo1 hi1] */
+        } else {
+            u = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(ld256(b0 + 2)), ld256(b1 + 2), 1), flip);
+        }
+        const int dpair = (int)((uint32_t)quant_rd16(b0) | (uint32_t)quant_rd16(b1) << 16);
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            const uint8_t *a0 = x + t * xrb + i * 34, *a1 = a0 + 34;
+            const __m512i av = _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a0 + 2)), ld256(a1 + 2), 1);
+            const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, av);
+            const __m512i o = _mm512_dpbusd_epi32(_mm512_setzero_si512(), offv, av);
+            const int apair = (int)((uint32_t)quant_rd16(a0) | (uint32_t)quant_rd16(a1) << 16);
+            const __m128 h = _mm_cvtph_ps(_mm_setr_epi32(dpair, apair, 0, 0)); /* dw0 dw1 da0 da1 */
+            const __m128 sc = _mm_mul_ps(h, _mm_movehl_ps(h, h));                 /* s0 s1 . . */
+            const __m512 scv = _mm512_permutexvar_ps(pair, _mm512_castps128_ps512(sc));
+            acc[t][(i >> 1) & 1] = _mm512_fmadd_ps(scv, _mm512_cvtepi32_ps(_mm512_sub_epi32(p, o)), acc[t][(i >> 1) & 1]);
+        }
+    }
+    float tail[KMAXT] = { 0 };
+    if (i < nb) {
+        if (q4) dot_q4_0_y(w + (size_t)i * wb, x + i * 34, xrb, 32, T, tail);
+        else dot_q8_0_y(w + (size_t)i * wb, x + i * 34, xrb, 32, T, tail);
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) out[t] = zhsum_ps(_mm512_add_ps(acc[t][0], acc[t][1])) + tail[t];
+}
+KINLINE void dot_q8_0(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                      const int T, float *restrict out) { dot_b32_zmm(w, x, xrb, n, T, out, 0); }
+KINLINE void dot_q4_0(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                      const int T, float *restrict out) { dot_b32_zmm(w, x, xrb, n, T, out, 1); }
 
 KINLINE void dot_q4_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
                       const int T, float *restrict out) { dot_q45_K_zmm(w, x, xrb, n, T, out, 0); }
@@ -383,27 +483,32 @@ KINLINE void dot_q6_K(const uint8_t *restrict w, const uint8_t *restrict x, size
 
 /* ==== Matmul drivers: rows x token groups of <= 4 ==== */
 
+/* Row tiles of KROWS rows x token groups of 4: the 4 tokens' activation rows stay in L1
+ * while the tile's rows (which stay in L1/L2) pass under them; the tile's weights come from
+ * DRAM once per call. */
+#define KROWS 8
 #define DEF_MM(tname)                                                                                \
     static void mm_##tname(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, \
                            const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0,    \
                            int64_t row1, int n_tok) {                                                   \
         const uint8_t *x = xq;                                                                         \
         float o[KMAXT];                                                                                \
-        for (int64_t r = row0; r < row1; r++) {                                                        \
-            const uint8_t *wr = w + (size_t)r * w_row_bytes;                                           \
-            int t = 0;                                                                                 \
-            for (; t + 4 <= n_tok; t += 4) {                                                           \
-                dot_##tname(wr, x + (size_t)t * xq_row_bytes, xq_row_bytes, n_in, 4, o);               \
-                for (int k = 0; k < 4; k++) y[(size_t)(t + k) * ldy + (size_t)r] = o[k];               \
+        for (int64_t rt = row0; rt < row1; rt += KROWS) {                                              \
+            const int64_t rt1 = rt + KROWS < row1 ? rt + KROWS : row1;                                 \
+            for (int t = 0; t < n_tok; t += 4) {                                                       \
+                const uint8_t *xt = x + (size_t)t * xq_row_bytes;                                      \
+                const int nt = n_tok - t < 4 ? n_tok - t : 4;                                          \
+                for (int64_t r = rt; r < rt1; r++) {                                                   \
+                    const uint8_t *wr = w + (size_t)r * w_row_bytes;                                   \
+                    switch (nt) {                                                                      \
+                    case 4: dot_##tname(wr, xt, xq_row_bytes, n_in, 4, o); break;                      \
+                    case 3: dot_##tname(wr, xt, xq_row_bytes, n_in, 3, o); break;                      \
+                    case 2: dot_##tname(wr, xt, xq_row_bytes, n_in, 2, o); break;                      \
+                    default: dot_##tname(wr, xt, xq_row_bytes, n_in, 1, o); break;                     \
+                    }                                                                                  \
+                    for (int k = 0; k < nt; k++) y[(size_t)(t + k) * ldy + (size_t)r] = o[k];         \
+                }                                                                                      \
             }                                                                                          \
-            const uint8_t *xt = x + (size_t)t * xq_row_bytes;                                          \
-            switch (n_tok - t) {                                                                       \
-            case 3: dot_##tname(wr, xt, xq_row_bytes, n_in, 3, o); break;                              \
-            case 2: dot_##tname(wr, xt, xq_row_bytes, n_in, 2, o); break;                              \
-            case 1: dot_##tname(wr, xt, xq_row_bytes, n_in, 1, o); break;                              \
-            default: break;                                                                            \
-            }                                                                                          \
-            for (int k = 0; k < n_tok - t; k++) y[(size_t)(t + k) * ldy + (size_t)r] = o[k];           \
         }                                                                                              \
     }
 DEF_MM(f32)
@@ -457,6 +562,7 @@ KINLINE void act_q8(const float *restrict x, uint8_t *restrict y, int64_t n, con
     const __m256 sign = _mm256_set1_ps(-0.0f);
     for (int64_t i = 0; i < n / 32; i++, x += 32, y += bytes) {
         __m256 v[4];
+        KUNROLL
         for (int k = 0; k < 4; k++) v[k] = _mm256_loadu_ps(x + 8 * k);
         __m256 mx = _mm256_andnot_ps(sign, v[0]);
         for (int k = 1; k < 4; k++) mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, v[k]));
@@ -470,6 +576,7 @@ KINLINE void act_q8(const float *restrict x, uint8_t *restrict y, int64_t n, con
         memcpy(y, &dh, 2);
         const __m256 mul = _mm256_set1_ps(id);
         __m256i iv[4];
+        KUNROLL
         for (int k = 0; k < 4; k++)
             iv[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
         if (q81) {
