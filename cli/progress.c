@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,11 +48,12 @@ void progress_update(cli_progress *p, double done, const char *detail) {
     char eta[32] = "?";
     if (p->total > 0 && rate > 0) progress_fmt_secs((p->total - done) / rate, eta, sizeof eta);
     char line[256];
+    const int dec = strcmp(p->unit, "MiB") == 0 ? 1 : 0; /* counted units print as integers */
     if (p->total > 0)
-        snprintf(line, sizeof line, "%s: %5.1f%% %.1f/%.1f %s  %.2f %s/s  ETA %s%s%s", p->what, 100.0 * done / p->total,
-                 done, p->total, p->unit, rate, p->unit, eta, detail ? "  " : "", detail ? detail : "");
+        snprintf(line, sizeof line, "%s: %5.1f%% %.*f/%.*f %s  %.2f %s/s  ETA %s%s%s", p->what, 100.0 * done / p->total,
+                 dec, done, dec, p->total, p->unit, rate, p->unit, eta, detail ? "  " : "", detail ? detail : "");
     else
-        snprintf(line, sizeof line, "%s: %.1f %s  %.2f %s/s%s%s", p->what, done, p->unit, rate, p->unit,
+        snprintf(line, sizeof line, "%s: %.*f %s  %.2f %s/s%s%s", p->what, dec, done, p->unit, rate, p->unit,
                  detail ? "  " : "", detail ? detail : "");
     if (p->tty) {
         fprintf(stderr, "\r%s\033[K", line);
