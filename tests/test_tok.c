@@ -443,6 +443,35 @@ static void test_duplicates_and_extras(void) {
         T_CHECKF(ca.live == 0, "fail at %ld: %ld bytes leaked", k, ca.live);
     }
     T_CHECK(ok_seen);
+
+    /* allocation failures inside tok_encode (scratch growth): NOMEM, no leak, then recovery */
+    {
+        cnt_alloc ca = {0, 0, 0};
+        g4_allocator cal;
+        g4_allocator_init(&cal, cnt_fn, &ca);
+        v = NULL;
+        T_CHECK(tv_load(&t, V_OK, NULL, &cal, &v, err, sizeof err) == G4_OK);
+        if (v) {
+            char text[3000];
+            for (size_t i = 0; i < sizeof text; i++) text[i] = "ab <|turn>\n"[i % 11];
+            int32_t ids[4000];
+            size_t got = 0;
+            long live0 = ca.live;
+            int n_nomem = 0;
+            for (long k = 1; k <= 12; k++) {
+                ca.n_alloc = 0;
+                ca.fail_at = k;
+                g4_status st = tok_encode(v, text, sizeof text, G4_TOK_PARSE_SPECIAL, ids, 4000, &got);
+                T_CHECK(st == G4_OK || (st == G4_ERR_NOMEM && got == 0));
+                n_nomem += st == G4_ERR_NOMEM;
+                T_CHECK(ca.live == live0);
+            }
+            ca.fail_at = 0;
+            T_CHECK(n_nomem > 0 && tok_encode(v, text, sizeof text, G4_TOK_PARSE_SPECIAL, ids, 4000, &got) == G4_OK);
+            tok_vocab_free(v);
+        }
+        T_CHECK(ca.live == 0);
+    }
 }
 
 T_GROUP(tok) {
