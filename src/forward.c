@@ -81,6 +81,7 @@ typedef struct mm_ctx {
     int64_t row0;
     int n_tok;
     float scale;
+    float softcap;         /* 0 = none; else y = c * tanhf(y * (1/c)) after the scale */
 } mm_ctx;
 
 static void mm_quant_task(void *vctx, int64_t i0, int64_t i1, int thread) {
@@ -102,6 +103,13 @@ static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
             float *yt = c->y + (size_t)t * c->ldy;
             for (int64_t r = r0; r < r1; r++) yt[r] *= c->scale;
         }
+    if (c->softcap != 0.0f) { /* ref: gemma4.cpp ggml_scale(1/c) -> ggml_tanh -> ggml_scale(c) */
+        const float inv = 1.0f / c->softcap;
+        for (int t = 0; t < c->n_tok; t++) {
+            float *yt = c->y + (size_t)t * c->ldy;
+            for (int64_t r = r0; r < r1; r++) yt[r] = tanhf(yt[r] * inv) * c->softcap;
+        }
+    }
 }
 
 /* Rows per pool chunk: about 4 chunks per thread, a multiple of 16 rows. */
@@ -113,18 +121,23 @@ static int64_t mm_chunk(int64_t n_rows, int n_threads) {
 }
 
 /* ref: ggml_compute_forward_mul_mat: src1 rows converted to vec_dot_type(src0) first */
-void forward_matmul(g4_session *s, const g4_tensor *w, const float *x, int n_tok,
-                    float *y, size_t ldy, int64_t row0, int64_t row1, float scale) {
+static void matmul_ex(g4_session *s, const g4_tensor *w, const float *x, int n_tok,
+                      float *y, size_t ldy, int64_t row0, int64_t row1, float scale, float softcap) {
     const g4_model *m = s->m;
     mm_ctx c = {
         .kern = m->kern, .w = w, .x = x, .xq = s->act,
         .dot_type = quant_traits(w->type)->dot_type,
-        .y = y, .ldy = ldy, .row0 = row0, .n_tok = n_tok, .scale = scale,
+        .y = y, .ldy = ldy, .row0 = row0, .n_tok = n_tok, .scale = scale, .softcap = softcap,
     };
     c.xq_rb = kern_act_row_bytes(c.dot_type, w->ne[0]);
     G4_ASSERT(c.xq_rb <= s->act_row_max && n_tok <= s->n_ubatch && row1 <= w->ne[1]);
     pool_for(m->pool, n_tok, 1, mm_quant_task, &c);
     pool_for(m->pool, row1 - row0, mm_chunk(row1 - row0, s->n_threads), mm_rows_task, &c);
+}
+
+void forward_matmul(g4_session *s, const g4_tensor *w, const float *x, int n_tok,
+                    float *y, size_t ldy, int64_t row0, int64_t row1, float scale) {
+    matmul_ex(s, w, x, n_tok, y, ldy, row0, row1, scale, 0.0f);
 }
 
 /* all output rows of w, packed: y is [n_tok][w->ne[1]] */
@@ -167,6 +180,18 @@ static void norm_rows(g4_session *s, float *y, const float *x, const g4_tensor *
         forward_rms_norm(y + (size_t)t * E, x + (size_t)t * E, fvec(w), E, s->m->cfg.rms_eps);
 }
 
+typedef struct geglu_ctx {
+    float *gate;           /* [n] in: gate branch, out: gelu(gate) * up */
+    const float *up;       /* [n] */
+    const uint16_t *tab;
+} geglu_ctx;
+
+static void geglu_task(void *vctx, int64_t i0, int64_t i1, int thread) {
+    (void)thread;
+    geglu_ctx *c = vctx;
+    for (int64_t i = i0; i < i1; i++) c->gate[i] = forward_gelu(c->tab, c->gate[i]) * c->up[i];
+}
+
 /* FFN on rows [r0, T) of cur (ffn_norm output); result ffn_out into cur.
  * ref: llm_graph_context::build_ffn(LLM_FFN_GELU, LLM_FFN_PAR): down(gelu(gate x) * up x),
  * GeGLU as ggml_vec_geglu_f32 with GGML_GELU_FP16. */
@@ -177,8 +202,8 @@ static void ffn(g4_session *s, const g4_layer *l, int r0, int T) {
     float *x = s->cur + (size_t)r0 * E;
     matmul(s, l->ffn_gate, x, n, s->ffn_gate, l->scale_gate); /* [n][F] */
     matmul(s, l->ffn_up, x, n, s->ffn_up, l->scale_up);       /* [n][F] */
-    for (size_t i = 0; i < (size_t)n * (size_t)F; i++)
-        s->ffn_gate[i] = forward_gelu(tab, s->ffn_gate[i]) * s->ffn_up[i];
+    geglu_ctx g = { .gate = s->ffn_gate, .up = s->ffn_up, .tab = tab };
+    pool_for(s->m->pool, (int64_t)n * F, 16384, geglu_task, &g);
     matmul(s, l->ffn_down, s->ffn_gate, n, x, l->scale_down); /* [n][E] "ffn_out" */
 }
 
@@ -245,12 +270,7 @@ static void output(g4_session *s, int r0, int T) {
     const int n = T - r0;
     norm_rows(s, s->cur, s->inpL, m->output_norm, r0, T);
     const g4_tensor *head = m->output ? m->output : m->token_embd; /* tied: rows [0, n_vocab) */
-    forward_matmul(s, head, s->cur + (size_t)r0 * E, n, s->logits, (size_t)V, 0, V, 1.0f);
-    const float c = m->cfg.softcap;
-    if (c != 0.0f) {
-        const float inv = 1.0f / c;
-        for (size_t i = 0; i < (size_t)n * (size_t)V; i++) s->logits[i] = tanhf(s->logits[i] * inv) * c;
-    }
+    matmul_ex(s, head, s->cur + (size_t)r0 * E, n, s->logits, (size_t)V, 0, V, 1.0f, m->cfg.softcap);
     s->n_logits = n;
 }
 
