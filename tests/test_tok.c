@@ -625,11 +625,17 @@ static void real_every_token(const g4_model *m) {
      * differs: count, do not require (BPE is not guaranteed to reproduce every token) */
     const g4_vocab *v = m->vocab;
     int32_t ids[512];
-    long n_norm = 0, n_same = 0, n_rt = 0;
+    long n_norm = 0, n_same = 0, n_rt = 0, n_spec = 0, n_spec_ok = 0;
     char buf[TOK_MAX_TEXT + 16];
     for (int32_t id = 0; id < v->n; id++) {
         size_t pn = 0;
         if (tok_piece(v, id, G4_PIECE_SPECIAL, buf, sizeof buf, &pn) != G4_OK) { T_CHECK(0); continue; }
+        if (v->type[id] == TT_CONTROL || v->type[id] == TT_USER) { /* special text parses to itself */
+            n_spec++;
+            int n = enc(v, buf, pn, G4_TOK_PARSE_SPECIAL, ids, 512);
+            n_spec_ok += n == 1 && ids[0] == id;
+            continue;
+        }
         if (v->type[id] != TT_NORMAL) continue;
         n_norm++;
         int n = enc(v, buf, pn, 0, ids, 512);
@@ -638,8 +644,10 @@ static void real_every_token(const g4_model *m) {
         size_t o = n > 0 ? detok_all(m, ids, (size_t)n, 0, back, sizeof back) : 0;
         n_rt += o == pn && memcmp(back, buf, pn) == 0;
     }
-    fprintf(stderr, "  tok_real: %ld normal tokens, %ld re-encode to themselves, %ld round-trip\n", n_norm, n_same, n_rt);
+    fprintf(stderr, "  tok_real: %ld normal tokens, %ld re-encode to themselves, %ld round-trip; %ld/%ld special "
+            "tokens parse to themselves\n", n_norm, n_same, n_rt, n_spec_ok, n_spec);
     T_CHECK(n_rt == n_norm);
+    T_CHECK(n_spec == 24 && n_spec_ok == n_spec);
 }
 
 T_GROUP(tok_real) {
