@@ -2,7 +2,7 @@
  * tok_encode.c (encode, decode, public tokenizer API). Private to those two files.
  *
  * Invariants after tok_vocab_load succeeds:
- *  - 1 <= n <= INT32_MAX; every token text is <= TOK_MAX_TEXT bytes, has no NUL byte;
+ *  - 1 <= n <= TOK_MAX_COUNT; every token text is <= TOK_MAX_TEXT bytes, has no NUL byte;
  *  - type[i] is in 1..6 (after the end-of-generation promotion, see tokenizer.c);
  *  - byte_id[b] is a byte-type token for every b in 0..255;
  *  - every special id (bos, eos, ...) is -1 or in [0, n);
@@ -19,6 +19,7 @@ enum { /* tokenizer.ggml.token_type values (llama.cpp llama_token_type) */
 };
 
 #define TOK_MAX_TEXT   65536u      /* bytes of one token text (reliability.md #45) */
+#define TOK_MAX_COUNT  (1u << 30)  /* tokens, merges (GGUF_MAX_ARRAY; far below INT32_MAX) */
 #define TOK_MAX_TMPL   (1u << 20)  /* chat template bytes inspected for markers (#49) */
 #define TOK_MAX_EOG    8
 

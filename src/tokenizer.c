@@ -99,9 +99,11 @@ static void want_huge_pages(const g4_allocator *al, void *p, size_t n) {
 #endif
 }
 
+/* table sizes: n <= 2 * TOK_MAX_COUNT = 2^31, so the result fits in 32 bits */
 static uint32_t pow2_at_least(uint64_t n) {
     uint64_t p = 16;
     while (p < n) p <<= 1;
+    G4_ASSERT(p <= UINT32_MAX);
     return (uint32_t)p;
 }
 
@@ -127,9 +129,9 @@ static g4_status load_tokens(g4_vocab *v, const gguf_file *f, char *err, size_t 
     const gguf_kv *kv = NULL;
     g4_status st = gguf_get_arr(f, "tokenizer.ggml.tokens", 1, 1u << GGUF_STRING, &kv, NULL, err, errlen);
     if (st != G4_OK) return st;
-    if (kv->n == 0 || kv->n > INT32_MAX - 1)
-        return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.tokens: %llu tokens (need 1..%d)",
-                       fn, (unsigned long long)kv->n, INT32_MAX - 1);
+    if (kv->n == 0 || kv->n > TOK_MAX_COUNT)
+        return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.tokens: %llu tokens (need 1..%u)",
+                       fn, (unsigned long long)kv->n, TOK_MAX_COUNT);
     size_t nt = (size_t)kv->n;
     v->text = g4_malloc(&v->al, kv->soff[nt]);
     if (v->text) v->text_bytes = kv->soff[nt];
@@ -265,11 +267,11 @@ static g4_status load_merges(g4_vocab *v, const gguf_file *f, char *err, size_t 
     const gguf_kv *kv = NULL;
     g4_status st = gguf_get_arr(f, "tokenizer.ggml.merges", 1, 1u << GGUF_STRING, &kv, NULL, err, errlen);
     if (st != G4_OK) return st;
-    if (kv->n > INT32_MAX)
-        return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.merges: %llu merges (limit %d)", fn,
-                       (unsigned long long)kv->n, INT32_MAX);
+    if (kv->n > TOK_MAX_COUNT)
+        return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.merges: %llu merges (limit %u)", fn,
+                       (unsigned long long)kv->n, TOK_MAX_COUNT);
     size_t nm = (size_t)kv->n;
-    size_t sz = pow2_at_least((uint64_t)nm * 2 + 16);
+    size_t sz = pow2_at_least((uint64_t)nm * 2);
     v->mtab = g4_malloc(&v->al, sz * sizeof *v->mtab);
     if (v->mtab) v->mtab_mask = sz - 1;
     v->merge_id = nm ? g4_malloc(&v->al, nm * sizeof *v->merge_id) : NULL;
