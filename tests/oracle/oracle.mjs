@@ -14,6 +14,12 @@
 //     --margins-out: one line per greedy step, "<id> <top1 - top2 logit>": how close the
 //     step was to a tie (a near-tie may legitimately go either way under rounding noise).
 //
+//   node tests/oracle/oracle.mjs batch JOBS
+//     One `run` per line of the file JOBS (its arguments, space-separated, without "run"),
+//     all in one process (llama.cpp is initialised once); each job should name its outputs
+//     with --ids-out / --logits-out / --margins-out. A failing job writes its message to
+//     stderr and the batch goes on; exit status 1 if any job failed.
+//
 //   node tests/oracle/oracle.mjs cmp A.f32 B.f32 [--topk 10]
 //     Compares two raw float32 logit files: prints one line
 //       nmse=<x> maxabs=<x> argmax_a=<i> argmax_b=<i> top<k>_overlap=<n>
@@ -75,27 +81,31 @@ function dense(map, nVocab) {
     return out;
 }
 
-async function run(argv) {
-    const a = parseRun(argv);
+async function initLlama(verbose) {
     const here = path.dirname(new URL(import.meta.url).pathname);
     const req = createRequire(path.join(here, "package.json"));
     let modPath;
     try { modPath = req.resolve("node-llama-cpp"); } catch { die("node-llama-cpp is not installed in " + here); }
     const {getLlama, LlamaLogLevel} = await import(modPath);
-    const llama = await getLlama({
+    return getLlama({
         gpu: false, build: "never", usePrebuiltBinaries: true, skipDownload: true, progressLogs: false,
-        maxThreads: 0, logLevel: a.verbose ? LlamaLogLevel.debug : LlamaLogLevel.error,
+        maxThreads: 0, logLevel: verbose ? LlamaLogLevel.debug : LlamaLogLevel.error,
         logger(level, message) {
-            if (a.verbose || level === "error" || level === "fatal")
+            if (verbose || level === "error" || level === "fatal")
                 process.stderr.write("[llama] " + message + (message.endsWith("\n") ? "" : "\n"));
         },
     });
+}
+
+async function run(argv, llamaIn) {
+    const a = parseRun(argv);
+    const llama = llamaIn ?? await initLlama(a.verbose);
     const model = await llama.loadModel({modelPath: a.model, gpuLayers: 0});
     const tinfo = model.fileInfo.tensorInfo ?? [];
     const head = tinfo.find(t => t.name === "output.weight") ?? tinfo.find(t => t.name === "token_embd.weight");
     const nVocab = Number(head?.dimensions?.[1] ?? 0);
-    if (!(nVocab > 0)) die("cannot find the vocabulary size");
-    for (const t of a.ids) if (t >= nVocab) die("id " + t + " >= n_vocab " + nVocab);
+    if (!(nVocab > 0)) throw new Error("cannot find the vocabulary size");
+    for (const t of a.ids) if (t >= nVocab) throw new Error("id " + t + " >= n_vocab " + nVocab);
 
     const need = a.ids.length + a.n;
     const ctxSize = a.ctx || Math.max(need, 64);
@@ -127,10 +137,23 @@ async function run(argv) {
     if (a.marginsOut) fs.writeFileSync(a.marginsOut, margins.join("\n") + "\n");
     const line = gen.join(",");
     if (a.idsOut) fs.writeFileSync(a.idsOut, line + "\n");
-    process.stdout.write(line + "\n");
+    if (!llamaIn) process.stdout.write(line + "\n");
     await ctx.dispose();
     await model.dispose();
+    if (!llamaIn) await llama.dispose();
+}
+
+async function batch(argv) {
+    if (argv.length !== 1) die("batch needs one job file");
+    const jobs = fs.readFileSync(argv[0], "utf8").split("\n").map(l => l.trim()).filter(l => l.length);
+    const llama = await initLlama(false);
+    let failed = 0;
+    for (const j of jobs) {
+        try { await run(j.split(/\s+/), llama); }
+        catch (e) { failed++; process.stderr.write("oracle: job '" + j.slice(0, 80) + "': " + (e?.message || e) + "\n"); }
+    }
     await llama.dispose();
+    process.exit(failed ? 1 : 0);
 }
 
 function readF32(file) {
@@ -168,5 +191,6 @@ function cmp(argv) {
 
 const [cmd, ...rest] = process.argv.slice(2);
 if (cmd === "run") run(rest).catch(e => { process.stderr.write("oracle: " + (e?.stack || e) + "\n"); process.exit(1); });
+else if (cmd === "batch") batch(rest).catch(e => { process.stderr.write("oracle: " + (e?.stack || e) + "\n"); process.exit(1); });
 else if (cmd === "cmp") cmp(rest);
-else die("usage: oracle.mjs run -m M.gguf --ids 2,3,4 [-n 16] ... | oracle.mjs cmp A.f32 B.f32");
+else die("usage: oracle.mjs run -m M.gguf --ids 2,3,4 [-n 16] ... | oracle.mjs batch JOBS | oracle.mjs cmp A.f32 B.f32");

@@ -49,19 +49,32 @@ PROMPT=2,17,33,45,99,100,101,102,103,104,105,106,260,261,300,301,302,303,310,311
 N=16
 
 MARGIN_Q=0.3
+CASES=$tmp/cases
+: >"$CASES"
+: >"$tmp/jobs"
 
-# case NAME TOL KV MKMODEL-ARGS...   (TOL = F or Q)
-case_run() {
+# case NAME CLASS KV MKMODEL-ARGS...   (CLASS F: float weights, Q: quantized or BF16)
+# Phase 1 writes the model and queues the llama.cpp job; phase 2 runs every job in one node
+# process; phase 3 runs g4 and compares.
+case_add() {
+    name=$1 cls=$2 kv=$3
+    shift 3
+    if ! "$MK" "$tmp/$name.gguf" "$@" >"$tmp/$name.mk.log" 2>&1; then
+        bad "$name: g4-mkmodel $*: $(tail -n 1 "$tmp/$name.mk.log")"; return
+    fi
+    echo "$name $cls $kv $*" >>"$CASES"
+    echo "-m $tmp/$name.gguf --ids $PROMPT -n $N --kv $kv --fa off -t 1 --ids-out $tmp/$name.ref.ids" \
+         "--logits-out $tmp/$name.ref.f32 --margins-out $tmp/$name.ref.mg" >>"$tmp/jobs"
+}
+
+case_check() {
     name=$1 cls=$2 kv=$3
     shift 3
     if [ "$cls" = F ]; then tol=1e-5; else tol=1e-2; fi
-    m=$tmp/$name.gguf
-    if ! "$MK" "$m" "$@" >"$tmp/$name.mk.log" 2>&1; then bad "$name: g4-mkmodel $*: $(tail -n 1 "$tmp/$name.mk.log")"; return; fi
-    if ! node "$ORACLE" run -m "$m" --ids "$PROMPT" -n $N --kv "$kv" --fa off -t 1 \
-            --logits-out "$tmp/$name.ref.f32" --margins-out "$tmp/$name.ref.mg" >"$tmp/$name.ref.ids" 2>"$tmp/$name.ref.err"; then
-        bad "$name: llama.cpp failed: $(tail -n 1 "$tmp/$name.ref.err")"; return
+    if [ ! -s "$tmp/$name.ref.ids" ] || [ ! -s "$tmp/$name.ref.f32" ]; then
+        bad "$name: llama.cpp gave no result (see $B/test-oracle_forward.err)"; return
     fi
-    if ! "$G4" run -m "$m" -p "$PROMPT" --ids -n $N --temp 0 -t 1 --ubatch 16 --cache-type "$kv" \
+    if ! "$G4" run -m "$tmp/$name.gguf" -p "$PROMPT" --ids -n $N --temp 0 -t 1 --ubatch 16 --cache-type "$kv" \
             --dump-logits "$tmp/$name.g4.f32" >"$tmp/$name.g4.ids" 2>"$tmp/$name.g4.err"; then
         bad "$name: g4 run failed: $(tail -n 1 "$tmp/$name.g4.err")"; return
     fi
@@ -69,7 +82,7 @@ case_run() {
     # first differing step (1-based), 0 if none
     k=$(awk -v a="$ref" -v b="$got" 'BEGIN { n = split(a, x, ","); m = split(b, y, ",");
         if (n != m) { print (n < m ? n : m) + 1; exit } for (i = 1; i <= n; i++) if (x[i] != y[i]) { print i; exit } print 0 }')
-    agree=16
+    agree=$N
     if [ "$k" -eq 0 ]; then ok "$name tokens"
     else
         agree=$((k - 1))
@@ -87,31 +100,35 @@ case_run() {
     else bad "$name: NMSE $nmse > $tol or top-10 overlap $ovl < 8"; fi
 }
 
-F=F
-Q=Q
 # quantized rows need n_in % 32 (Q8_0, Q4_0) or % 256 (K-quants) on every matrix
 D32="--ple 32"
 D256="--embd 256 --heads 4 --head-dim 64 --head-dim-full 128 --ff 512 --ff-shared 768 --ple 256"
-case_run f32          $F f32
-case_run f16          $F f32 --type f16
+case_add f32          F f32
+case_add f16          F f32 --type f16
 # BF16 activations keep 8 mantissa bits: rounding flips as for quantized types. llama.cpp
 # itself moves by NMSE 6e-5 between a one-batch prompt and a token-by-token one on this file.
-case_run bf16         $Q f32 --type bf16
-case_run q8_0         $Q f32 --type q8_0 $D32
-case_run q4_0         $Q f32 --type q4_0 $D32
-case_run q4_k         $Q f32 --type q4_k $D256
-case_run q5_k         $Q f32 --type q5_k $D256
-case_run q6_k         $Q f32 --type q6_k $D256
-case_run q4_k_m       $Q f32 --q4_k_m $D256
-case_run no_ple       $F f32 --ple 0
-case_run untied       $F f32 --untied
-case_run gqa_arrays   $F f32 --heads 4 --kv-heads 2 --kv-heads-full 1 --ff-shared 256
-case_run k_eq_v       $F f32 --k-eq-v
-case_run shared_kv_t  $F f32 --shared-kv-tensors
-case_run no_shared    $F f32 --shared 0
-case_run no_scale     $F f32 --no-layer-scale --softcap 0
-case_run kv_f16       $F f16
-case_run kv_f16_q4_k  $Q f16 --type q4_k --untied --kv-heads 2 $D256
+case_add bf16         Q f32 --type bf16
+case_add q8_0         Q f32 --type q8_0 $D32
+case_add q4_0         Q f32 --type q4_0 $D32
+case_add q4_k         Q f32 --type q4_k $D256
+case_add q5_k         Q f32 --type q5_k $D256
+case_add q6_k         Q f32 --type q6_k $D256
+case_add q4_k_m       Q f32 --q4_k_m $D256
+case_add no_ple       F f32 --ple 0
+case_add untied       F f32 --untied
+case_add gqa_arrays   F f32 --heads 4 --kv-heads 2 --kv-heads-full 1 --ff-shared 256
+case_add k_eq_v       F f32 --k-eq-v
+case_add shared_kv_t  F f32 --shared-kv-tensors
+case_add no_shared    F f32 --shared 0
+case_add no_scale     F f32 --no-layer-scale --softcap 0
+case_add kv_f16       F f16
+case_add kv_f16_q4_k  Q f16 --type q4_k --untied --kv-heads 2 $D256
+
+node "$ORACLE" batch "$tmp/jobs" >&2 || echo "oracle_forward: some llama.cpp jobs failed" >&2
+while read -r line; do
+    # shellcheck disable=SC2086
+    case_check $line
+done <"$CASES"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
