@@ -167,5 +167,12 @@ g4_status gguf_writer_write(gguf_writer *w, const char *path, gguf_fill_fn fill,
 /* Same, into a malloc'ed buffer (*out, *len; free with free()). */
 g4_status gguf_writer_write_mem(gguf_writer *w, void **out, size_t *len, gguf_fill_fn fill,
                                 void *ud, char *err, size_t errlen);
+/* Produces bytes [offset, offset + return) of tensor idx's data into dst (at most cap bytes);
+ * returns how many it wrote (1..cap), 0 on failure. */
+typedef size_t (*gguf_fill_part_fn)(void *ud, size_t idx, uint64_t offset, void *dst, size_t cap);
+/* Like gguf_writer_write, but tensors without a data pointer are produced in parts of at most
+ * part_cap bytes, so memory stays bounded whatever the tensor size (g4 quantize). */
+g4_status gguf_writer_write_parts(gguf_writer *w, const char *path, gguf_fill_part_fn part, size_t part_cap,
+                                  void *ud, char *err, size_t errlen);
 
 #endif /* G4_GGUF_H */

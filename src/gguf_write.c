@@ -259,7 +259,8 @@ static void sink_pad(sink *s, uint64_t pos, uint32_t align) {
     }
 }
 
-static g4_status emit(gguf_writer *w, sink *s, gguf_fill_fn fill, void *ud, char *err, size_t errlen) {
+static g4_status emit(gguf_writer *w, sink *s, gguf_fill_fn fill, gguf_fill_part_fn part, size_t part_cap, void *ud,
+                      char *err, size_t errlen) {
     if (w->err[0]) return g4_errf(G4_ERR_ARG, err, errlen, "gguf writer: %s", w->err);
     uint64_t pos = 0, off = 0;
     for (size_t i = 0; i < w->n_t; i++) {
@@ -293,6 +294,27 @@ static g4_status emit(gguf_writer *w, sink *s, gguf_fill_fn fill, void *ud, char
     for (size_t i = 0; i < w->n_t; i++) {
         const wtensor *t = &w->t[i];
         const void *d = t->data;
+        if (!d && part) { /* produced in parts of at most part_cap bytes (gguf_writer_write_parts) */
+            size_t want = part_cap < t->nbytes ? part_cap : (size_t)t->nbytes;
+            if (want > tmp_cap) {
+                free(tmp);
+                tmp = malloc(want);
+                tmp_cap = tmp ? want : 0;
+                if (!tmp) return g4_errf(G4_ERR_NOMEM, err, errlen, "gguf writer: out of memory for tensor '%s'", t->name);
+            }
+            for (uint64_t done = 0; done < t->nbytes;) {
+                size_t cap = t->nbytes - done < tmp_cap ? (size_t)(t->nbytes - done) : tmp_cap;
+                size_t got = part(ud, i, done, tmp, cap);
+                if (got == 0 || got > cap) {
+                    free(tmp);
+                    return g4_errf(G4_ERR_ABORTED, err, errlen, "gguf writer: producing tensor '%s' failed", t->name);
+                }
+                sink_put(s, tmp, got);
+                done += got;
+            }
+            sink_pad(s, t->nbytes, w->align);
+            continue;
+        }
         if (!d) {
             if (!fill) { free(tmp); return g4_errf(G4_ERR_ARG, err, errlen, "gguf writer: tensor '%s' has no data", t->name); }
             if (t->nbytes > tmp_cap) {
@@ -319,7 +341,20 @@ g4_status gguf_writer_write(gguf_writer *w, const char *path, gguf_fill_fn fill,
     sink s = {0};
     s.fp = fopen(path, "wb");
     if (!s.fp) return g4_errf(G4_ERR_IO, err, errlen, "%s: cannot create: %s", path, strerror(errno));
-    g4_status st = emit(w, &s, fill, ud, err, errlen);
+    g4_status st = emit(w, &s, fill, NULL, 0, ud, err, errlen);
+    if (fclose(s.fp) != 0 && st == G4_OK)
+        st = g4_errf(G4_ERR_IO, err, errlen, "%s: write failed: %s", path, strerror(errno));
+    if (st) remove(path);
+    return st;
+}
+
+g4_status gguf_writer_write_parts(gguf_writer *w, const char *path, gguf_fill_part_fn part, size_t part_cap, void *ud,
+                                  char *err, size_t errlen) {
+    if (!part || part_cap == 0) return g4_errf(G4_ERR_ARG, err, errlen, "gguf writer: no part callback or zero part size");
+    sink s = {0};
+    s.fp = fopen(path, "wb");
+    if (!s.fp) return g4_errf(G4_ERR_IO, err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    g4_status st = emit(w, &s, NULL, part, part_cap, ud, err, errlen);
     if (fclose(s.fp) != 0 && st == G4_OK)
         st = g4_errf(G4_ERR_IO, err, errlen, "%s: write failed: %s", path, strerror(errno));
     if (st) remove(path);
@@ -331,7 +366,7 @@ g4_status gguf_writer_write_mem(gguf_writer *w, void **out, size_t *len, gguf_fi
     sink s = {0};
     *out = NULL;
     *len = 0;
-    g4_status st = emit(w, &s, fill, ud, err, errlen);
+    g4_status st = emit(w, &s, fill, NULL, 0, ud, err, errlen);
     if (st) { free(s.buf); return st; }
     if (s.failed) { free(s.buf); return g4_errf(G4_ERR_NOMEM, err, errlen, "gguf writer: out of memory"); }
     *out = s.buf;
