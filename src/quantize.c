@@ -415,61 +415,62 @@ typedef struct fill_ctx {
     char     msg[256];
 } fill_ctx;
 
-#define SLAB_BYTES ((size_t)16 << 20)
+/* output part size: one write of the writer; bounds the memory of a conversion */
+#define PART_BYTES ((size_t)16 << 20)
 
-static int fill_tensor(void *ud, size_t idx, void *dst, size_t nbytes) {
+/* Produces whole output rows [offset/dst_row, ...) of tensor idx, at most cap bytes. */
+static size_t fill_part(void *ud, size_t idx, uint64_t offset, void *dst, size_t cap) {
     fill_ctx *fc = ud;
     const gguf_tensor *t = gguf_tensor_at(fc->f, idx);
     const qz_choice *c = &fc->ch[idx];
     const qz_params *p = fc->p;
-    if (nbytes != c->dst_bytes) {
-        snprintf(fc->msg, sizeof fc->msg, "tensor '%s': size mismatch", t->name);
-        return 1;
+    if (p->should_abort && p->should_abort(p->abort_ud)) {
+        snprintf(fc->msg, sizeof fc->msg, "interrupted");
+        return 0;
+    }
+    if (c->dst_type == t->type) { /* plain copy */
+        size_t n = t->nbytes - offset < cap ? (size_t)(t->nbytes - offset) : cap;
+        memcpy(dst, t->data + offset, n);
+        fc->done += n;
+        if (p->progress) p->progress(p->progress_ud, idx, fc->n, fc->done, fc->total, t->name);
+        return n;
     }
     const size_t src_row = quant_row_bytes(t->type, t->ne[0]);
     const size_t dst_row = quant_row_bytes(c->dst_type, t->ne[0]);
-    const int64_t rows = src_row ? (int64_t)(t->nbytes / src_row) : 0;
-    int64_t slab = src_row ? (int64_t)(SLAB_BYTES / src_row) : 1;
-    if (slab < 1) slab = 1;
-    for (int64_t r = 0; r < rows; r += slab) {
-        if (p->should_abort && p->should_abort(p->abort_ud)) {
-            snprintf(fc->msg, sizeof fc->msg, "interrupted");
-            return 1;
-        }
-        const int64_t nr = rows - r < slab ? rows - r : slab;
-        const uint8_t *s = t->data + (size_t)r * src_row;
-        uint8_t *d = (uint8_t *)dst + (size_t)r * dst_row;
-        if (c->dst_type == t->type) {
-            memcpy(d, s, (size_t)nr * src_row);
-        } else {
-            int nt = fc->n_threads;
-            if (nt > nr) nt = (int)nr;
-            conv_job jobs[64];
-            pthread_t th[64];
-            int started[64] = {0};
-            for (int k = 0; k < nt; k++) {
-                jobs[k] = (conv_job){ t, c->dst_type, s, d, nr * k / nt, nr * (k + 1) / nt, src_row, dst_row,
-                                      fc->bufs + (size_t)k * (size_t)fc->max_ne0, -1 };
-            }
-            for (int k = 1; k < nt; k++) started[k] = pthread_create(&th[k], NULL, conv_worker, &jobs[k]) == 0;
-            conv_worker(&jobs[0]);
-            for (int k = 1; k < nt; k++) {
-                if (started[k]) pthread_join(th[k], NULL);
-                else conv_worker(&jobs[k]); /* could not start a thread: do its share here */
-            }
-            for (int k = 0; k < nt; k++) {
-                if (jobs[k].bad_row >= 0) {
-                    snprintf(fc->msg, sizeof fc->msg, "tensor '%s': row %lld holds NaN or Inf values", t->name,
-                             (long long)(r + jobs[k].bad_row));
-                    return 1;
-                }
-            }
-        }
-        fc->done += (uint64_t)nr * src_row;
-        if (p->progress) p->progress(p->progress_ud, idx, fc->n, fc->done, fc->total, t->name);
+    const int64_t rows = (int64_t)(t->nbytes / src_row);
+    if (dst_row == 0 || offset % dst_row != 0 || cap < dst_row) {
+        snprintf(fc->msg, sizeof fc->msg, "tensor '%s': internal part size error", t->name);
+        return 0;
     }
-    if (rows == 0 && p->progress) p->progress(p->progress_ud, idx, fc->n, fc->done, fc->total, t->name);
-    return 0;
+    const int64_t r = (int64_t)(offset / dst_row);
+    int64_t nr = (int64_t)(cap / dst_row);
+    if (nr > rows - r) nr = rows - r;
+    const uint8_t *s = t->data + (size_t)r * src_row;
+    uint8_t *d = dst;
+    int nt = fc->n_threads;
+    if (nt > nr) nt = (int)nr;
+    conv_job jobs[64];
+    pthread_t th[64];
+    int started[64] = {0};
+    for (int k = 0; k < nt; k++)
+        jobs[k] = (conv_job){ t, c->dst_type, s, d, nr * k / nt, nr * (k + 1) / nt, src_row, dst_row,
+                              fc->bufs + (size_t)k * (size_t)fc->max_ne0, -1 };
+    for (int k = 1; k < nt; k++) started[k] = pthread_create(&th[k], NULL, conv_worker, &jobs[k]) == 0;
+    conv_worker(&jobs[0]);
+    for (int k = 1; k < nt; k++) {
+        if (started[k]) pthread_join(th[k], NULL);
+        else conv_worker(&jobs[k]); /* could not start a thread: do its share here */
+    }
+    for (int k = 0; k < nt; k++) {
+        if (jobs[k].bad_row >= 0) {
+            snprintf(fc->msg, sizeof fc->msg, "tensor '%s': row %lld holds NaN or Inf values", t->name,
+                     (long long)(r + jobs[k].bad_row));
+            return 0;
+        }
+    }
+    fc->done += (uint64_t)nr * src_row;
+    if (p->progress) p->progress(p->progress_ud, idx, fc->n, fc->done, fc->total, t->name);
+    return (size_t)nr * dst_row;
 }
 
 static int same_file(const char *a, const char *b) {
@@ -540,7 +541,12 @@ g4_status qz_quantize_file(const char *in_path, const char *out_path, const qz_p
         st = g4_errf(G4_ERR_NOMEM, err, errlen, "quantize: out of memory");
         goto done;
     }
-    st = gguf_writer_write(w, out_path, fill_tensor, &fc, err, errlen);
+    size_t part = p->part_bytes ? p->part_bytes : PART_BYTES;
+    for (size_t i = 0; i < n; i++) { /* a part holds at least one output row */
+        size_t rb = quant_row_bytes(ch[i].dst_type, gguf_tensor_at(f, i)->ne[0]);
+        if (rb > part) part = rb;
+    }
+    st = gguf_writer_write_parts(w, out_path, fill_part, part, &fc, err, errlen);
     if (st != G4_OK && fc.msg[0]) {
         g4_status s2 = !strcmp(fc.msg, "interrupted") ? G4_ERR_ABORTED : G4_ERR_FORMAT;
         st = g4_errf(s2, err, errlen, "%s: %s", gguf_name(f), fc.msg);

@@ -24,8 +24,8 @@
  * Counters (which attn_v / ffn_down this is) advance in llama.cpp's tensor order: by layer
  * number (non-layer tensors first), then by name.
  *
- * Memory: the input is mapped; the writer holds one output tensor at a time (the largest
- * output tensor bounds the peak), plus one row of floats per thread.
+ * Memory: the input is mapped; the output is produced in parts of 16 MiB (or one row, if
+ * larger) through gguf_writer_write_parts, plus one row of floats per thread.
  */
 #ifndef G4_QUANTIZE_H
 #define G4_QUANTIZE_H
@@ -68,6 +68,7 @@ typedef struct qz_params {
     void       *progress_ud;
     int       (*should_abort)(void *ud); /* polled between slabs; nonzero stops (G4_ERR_ABORTED) */
     void       *abort_ud;
+    size_t      part_bytes;      /* output produced in parts of this size (0 = 16 MiB; at least one row) */
     g4_log_fn   log;             /* fallback warnings etc.; may be NULL */
     void       *log_ud;
 } qz_params;

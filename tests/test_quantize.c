@@ -279,7 +279,24 @@ static void check_file(void) {
         }
     }
     gguf_close(a);
+    /* produced in tiny parts (one row each): the same bytes */
+    char out2[256];
+    snprintf(out2, sizeof out2, "%s/out2.gguf", dir);
+    p.part_bytes = 1;
+    p.n_threads = 2;
+    T_CHECKF(qz_quantize_file(in, out2, &p, &st, err, sizeof err) == G4_OK, "%s", err);
+    p.part_bytes = 0;
+    gguf_file *b2 = NULL;
+    T_CHECK(gguf_open(&b2, out2, 0, NULL, err, sizeof err) == G4_OK);
+    T_CHECK(b && b2 && gguf_file_size(b) == gguf_file_size(b2));
+    if (b && b2)
+        for (size_t i = 0; i < gguf_n_tensors(b) && i < gguf_n_tensors(b2); i++) {
+            const gguf_tensor *x = gguf_tensor_at(b, i), *y = gguf_tensor_at(b2, i);
+            T_CHECKF(x->nbytes == y->nbytes && !memcmp(x->data, y->data, x->nbytes), "%s", x->name);
+        }
+    gguf_close(b2);
     gguf_close(b);
+    remove(out2);
 
     /* output == input refused */
     T_CHECK(qz_quantize_file(in, in, &p, &st, err, sizeof err) == G4_ERR_ARG);
