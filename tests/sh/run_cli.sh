@@ -1,0 +1,80 @@
+#!/bin/sh
+# run_cli.sh - the `g4 run` contract on a generated model (no node needed): --ids output,
+# --dump-logits size and agreement across --ubatch / -t / repeated runs, text mode, exit
+# codes (0 ok, 1 runtime error with one line, 2 usage), context full.
+B=${B:-build}
+G4=${G4:-$B/g4}
+MK=$B/g4-mkmodel
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+check() { # check DESCRIPTION COMMAND...
+    d=$1; shift
+    if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL $d" >&2; fi
+}
+rc_of() { "$@" >"$tmp/out" 2>"$tmp/err"; echo $?; }
+
+if ! "$MK" "$tmp/m.gguf" >"$tmp/mk.log" 2>&1; then
+    echo "FAIL g4-mkmodel: $(tail -n 1 "$tmp/mk.log")" >&2
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+M=$tmp/m.gguf
+P=2,17,33,45,99,100,101,102,103,104,105,106,260,261,300,301,302,303,310,311
+
+# --ids: exactly n comma-separated ids, one line; logits file = n_vocab float32
+"$G4" run -m "$M" -p "$P" --ids -n 12 --temp 0 -t 1 --dump-logits "$tmp/a.f32" >"$tmp/a.ids" 2>"$tmp/a.err"
+check "--ids exit 0" [ $? -eq 0 ]
+check "--ids prints 12 ids" [ "$(tr ',' '\n' <"$tmp/a.ids" | grep -c '^[0-9][0-9]*$')" -eq 12 ]
+check "--ids one line" [ "$(wc -l <"$tmp/a.ids")" -eq 1 ]
+check "--dump-logits n_vocab*4 bytes" [ "$(wc -c <"$tmp/a.f32")" -eq $((512 * 4)) ]
+
+# the same ids and logits with other chunkings, threads, spaces in the list, cache types
+"$G4" run -m "$M" -p "$P" --ids -n 12 --temp 0 -t 2 --ubatch 3 --dump-logits "$tmp/b.f32" >"$tmp/b.ids" 2>/dev/null
+check "--ubatch 3 -t 2: same ids" cmp -s "$tmp/a.ids" "$tmp/b.ids"
+check "--ubatch 3 -t 2: same logits" cmp -s "$tmp/a.f32" "$tmp/b.f32"
+"$G4" run -m "$M" -p "$(echo "$P" | sed 's/,/, /g')" --ids -n 12 --temp 0 >"$tmp/c.ids" 2>/dev/null
+check "ids with spaces" cmp -s "$tmp/a.ids" "$tmp/c.ids"
+printf '%s\n' "$P" >"$tmp/p.txt"
+"$G4" run -m "$M" -f "$tmp/p.txt" --ids -n 12 --temp 0 >"$tmp/d.ids" 2>/dev/null
+check "-f with --ids" cmp -s "$tmp/a.ids" "$tmp/d.ids"
+for c in f32 q8_0; do
+    "$G4" run -m "$M" -p "$P" --ids -n 4 --temp 0 --cache-type $c >"$tmp/e.ids" 2>/dev/null
+    check "--cache-type $c runs" [ "$(tr ',' '\n' <"$tmp/e.ids" | wc -l)" -eq 4 ]
+done
+
+# seeded sampling is reproducible
+"$G4" run -m "$M" -p "$P" --ids -n 12 --temp 0.8 -s 42 >"$tmp/s1" 2>/dev/null
+"$G4" run -m "$M" -p "$P" --ids -n 12 --temp 0.8 -s 42 --top-k 40 --top-p 0.95 --min-p 0.05 --repeat-penalty 1.0 >"$tmp/s2" 2>/dev/null
+check "same seed, same ids" cmp -s "$tmp/s1" "$tmp/s2"
+
+# text mode: BOS + tokenized text, output text, -v memory plan on stderr
+"$G4" run -m "$M" -p "the quick brown fox" -n 8 --temp 0 -v >"$tmp/t.out" 2>"$tmp/t.err"
+check "text mode exit 0" [ $? -eq 0 ]
+check "-v memory plan" grep -q "KV cache" "$tmp/t.err"
+check "-v weights line" grep -q "weights" "$tmp/t.err"
+
+# context full while generating: stops, exit 0, a note on stderr
+check "context full: exit 0" [ "$(rc_of "$G4" run -m "$M" -p "$P" --ids -n 50 --temp 0 -c 24)" -eq 0 ]
+check "context full: 5 ids (4 evaluated + 1 sampled)" [ "$(tr ',' '\n' <"$tmp/out" | wc -l)" -eq 5 ]
+check "context full: note" grep -q "context full" "$tmp/err"
+
+# runtime errors: exit 1, one line
+check "prompt longer than the context: exit 1" [ "$(rc_of "$G4" run -m "$M" -p "$P" --ids -n 1 -c 8 --temp 0)" -eq 1 ]
+check "one error line" [ "$(wc -l <"$tmp/err")" -eq 1 ]
+check "id out of range: exit 1" [ "$(rc_of "$G4" run -m "$M" -p 2,512 --ids -n 1)" -eq 1 ]
+check "missing model: exit 1" [ "$(rc_of "$G4" run -m "$tmp/none.gguf" -p 2 --ids)" -eq 1 ]
+
+# usage errors: exit 2
+check "no -m: exit 2" [ "$(rc_of "$G4" run -p 2)" -eq 2 ]
+check "no prompt: exit 2" [ "$(rc_of "$G4" run -m "$M")" -eq 2 ]
+check "bad id list: exit 2" [ "$(rc_of "$G4" run -m "$M" -p 2,x --ids)" -eq 2 ]
+check "bad cache type: exit 2" [ "$(rc_of "$G4" run -m "$M" -p 2 --cache-type q4)" -eq 2 ]
+check "bad -n: exit 2" [ "$(rc_of "$G4" run -m "$M" -p 2 -n -5)" -eq 2 ]
+check "unknown flag: exit 2" [ "$(rc_of "$G4" run -m "$M" -p 2 --frobnicate)" -eq 2 ]
+check "-h: exit 0" [ "$(rc_of "$G4" run -h)" -eq 0 ]
+check "-h on stdout" grep -q "usage: g4 run" "$tmp/out"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
