@@ -1,7 +1,8 @@
 #!/bin/sh
 # perplexity.sh - `g4 perplexity` on a tiny random model and Jane Austen's novels (Debian's
 # r-cran-janeaustenr, extracted by scripts/austen.py; cached under $B/austen/): llama-perplexity's
-# output format, deterministic results (same run twice, 1 vs 2 threads), and the KL-divergence
+# output format, deterministic results (same run twice, 1 vs 2 threads), the same perplexity as
+# llama.cpp's (tests/oracle/ppl_llama.mjs, when tests/oracle/node_modules exists), and the KL-divergence
 # mode: a model against itself gives KLD 0, 100 % top-1 agreement and infinite SQNR; the F32
 # model against its own Q4_K quantization gives KLD > 0, agreement < 100 % and a finite SQNR.
 # Hostile base files (truncated, bad header fields, ids out of range, repeated ids, NaN) and bad
@@ -67,6 +68,21 @@ grep -q "chunks of 128 tokens, 63 scored per chunk" "$tmp/p1.err" && grep -q "g4
     && ok "chunking and timing on stderr" || bad "stderr: $(cat "$tmp/p1.err")"
 ppl=$(sed -nE 's/^Final estimate: PPL = ([0-9.]+) .*/\1/p' "$tmp/p1.out")
 awk -v x="$ppl" 'BEGIN { exit !(x > 1 && x < 1e6) }' && ok "ppl $ppl plausible" || bad "ppl '$ppl'"
+
+# ---- against llama.cpp (tests/oracle/ppl_llama.mjs: its tokenizer, forward pass and scoring) ----
+if [ -z "$G4_SANITIZED" ] && [ -d tests/oracle/node_modules/node-llama-cpp ] && command -v node >/dev/null 2>&1; then
+    for mm in m:1e-4 q4k:1e-2; do
+        mname=${mm%%:*} tol=${mm#*:}
+        if node tests/oracle/ppl_llama.mjs -m "$tmp/$mname.gguf" -f "$tmp/text.txt" -c 128 --chunks 8 -t 1 >"$tmp/ll.out" 2>"$tmp/ll.err" \
+            && P -m "$tmp/$mname.gguf" -f "$tmp/text.txt" $C -t 1 -ctk f32 >"$tmp/g4.out" 2>/dev/null; then
+            a=$(sed -nE 's/^Final estimate: PPL = ([0-9.]+) .*/\1/p' "$tmp/ll.out"); b=$(sed -nE 's/^Final estimate: PPL = ([0-9.]+) .*/\1/p' "$tmp/g4.out")
+            [ -n "$VERBOSE" ] && echo "perplexity: $mname: llama.cpp $a, g4 $b" >&2
+            if [ -n "$a" ] && [ -n "$b" ] && awk -v x="$a" -v y="$b" -v t="$tol" 'BEGIN { d = (x - y) / x; if (d < 0) d = -d; exit !(d <= t) }'; then
+                ok "$mname: PPL $b matches llama.cpp's $a"
+            else bad "$mname: PPL g4 '$b' vs llama.cpp '$a' (relative tolerance $tol)"; fi
+        else bad "$mname: llama.cpp or g4 run failed: $(tail -n 2 "$tmp/ll.err")"; fi
+    done
+else echo "perplexity: llama.cpp comparison skipped (no tests/oracle/node_modules or node; run make test-deps)" >&2; fi
 
 # ---- KL divergence ----
 if P -m "$tmp/m.gguf" -f "$tmp/text.txt" $C -t 2 --kl-divergence-base "$tmp/base.kld" >"$tmp/b.out" 2>"$tmp/b.err"; then ok "base written"
