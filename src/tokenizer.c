@@ -18,6 +18,8 @@
  */
 #include "tok_impl.h"
 
+#include "pool.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -262,7 +264,72 @@ static g4_status build_byte_table(g4_vocab *v, const gguf_file *f, char *err, si
 
 /* ==== Merges ==== */
 
-static g4_status load_merges(g4_vocab *v, const gguf_file *f, char *err, size_t errlen) {
+/* Merge strings are resolved to (left id, right id, result id) in parallel chunks (read-only
+ * lookups), then inserted into the merge table in rank order on one thread, so a duplicated
+ * pair keeps its first rank whatever the thread count. */
+typedef struct merge_job {
+    const g4_vocab *v;
+    const gguf_kv  *kv;
+    uint64_t       *keys;     /* [n] (left << 32 | right), UINT64_MAX where the merge is bad */
+    int32_t        *res;      /* [n] result ids (v->merge_id) */
+    int64_t        *first_bad;/* [n_threads] lowest bad rank seen by each thread */
+} merge_job;
+
+/* splits merge r at the first space after its first byte (llama.cpp: find(' ', 1)); 0 if
+ * it is not two non-empty pieces separated by exactly one space */
+static int merge_split(const gguf_kv *kv, size_t r, const char **s, size_t *nl, const char **rp, size_t *nr) {
+    uint64_t len;
+    *s = gguf_arr_str(kv, r, &len);
+    const char *sp = len > 1 ? memchr(*s + 1, ' ', (size_t)len - 1) : NULL;
+    if (!sp || sp + 1 == *s + len || memchr(sp + 1, ' ', (size_t)(*s + len - sp - 1))) return 0;
+    *nl = (size_t)(sp - *s);
+    *rp = sp + 1;
+    *nr = (size_t)(len - *nl - 1);
+    return 1;
+}
+
+static void merge_resolve(void *ctx, int64_t i0, int64_t i1, int thread) {
+    const merge_job *J = ctx;
+    const g4_vocab *v = J->v;
+    /* Three hash lookups per merge, each a likely cache miss on the real vocabulary: done in
+     * blocks, prefetching every stage's lines first. */
+    enum { BLK = 64 };
+    struct { const char *s, *sp; size_t nl, nr; uint64_t h[3]; int ok; } b[BLK];
+    for (int64_t r0 = i0; r0 < i1; r0 += BLK) {
+        int nb = (int)(i1 - r0 < BLK ? i1 - r0 : BLK);
+        for (int j = 0; j < nb; j++) {
+            b[j].ok = merge_split(J->kv, (size_t)(r0 + j), &b[j].s, &b[j].nl, &b[j].sp, &b[j].nr);
+            if (!b[j].ok) continue;
+            uint64_t hl = tok_hash_more(TOK_HASH_INIT, b[j].s, b[j].nl);
+            b[j].h[0] = tok_mix(hl);
+            b[j].h[1] = tok_mix(tok_hash_more(TOK_HASH_INIT, b[j].sp, b[j].nr));
+            b[j].h[2] = tok_mix(tok_hash_more(hl, b[j].sp, b[j].nr));
+            for (int k = 0; k < 3; k++) __builtin_prefetch(&v->tab[(uint32_t)b[j].h[k] & v->tab_mask]);
+        }
+        for (int j = 0; j < nb; j++) /* the text of the first slot: usually the match */
+            for (int k = 0; k < 3 && b[j].ok; k++) {
+                const tok_slot *sl = &v->tab[(uint32_t)b[j].h[k] & v->tab_mask];
+                if (sl->id >= 0) __builtin_prefetch(v->text + sl->off);
+            }
+        for (int j = 0; j < nb; j++) {
+            int64_t r = r0 + j;
+            int32_t l = -1, rt = -1;
+            if (b[j].ok) {
+                l = tok_find2(v, v->tab, v->tab_mask, b[j].s, b[j].nl, NULL, 0, b[j].h[0]);
+                rt = tok_find2(v, v->tab, v->tab_mask, b[j].sp, b[j].nr, NULL, 0, b[j].h[1]);
+                J->res[r] = tok_find2(v, v->tab, v->tab_mask, b[j].s, b[j].nl, b[j].sp, b[j].nr, b[j].h[2]);
+            }
+            if (l < 0 || rt < 0) {
+                J->keys[r] = UINT64_MAX;
+                if (r < J->first_bad[thread]) J->first_bad[thread] = r;
+            } else {
+                J->keys[r] = (uint64_t)(uint32_t)l << 32 | (uint32_t)rt;
+            }
+        }
+    }
+}
+
+static g4_status load_merges(g4_vocab *v, const gguf_file *f, g4_pool *pool, char *err, size_t errlen) {
     const char *fn = gguf_name(f);
     const gguf_kv *kv = NULL;
     g4_status st = gguf_get_arr(f, "tokenizer.ggml.merges", 1, 1u << GGUF_STRING, &kv, NULL, err, errlen);
@@ -276,61 +343,56 @@ static g4_status load_merges(g4_vocab *v, const gguf_file *f, char *err, size_t 
     if (v->mtab) v->mtab_mask = sz - 1;
     v->merge_id = nm ? g4_malloc(&v->al, nm * sizeof *v->merge_id) : NULL;
     if (v->merge_id) v->n_merges = (int32_t)nm;
-    if (!v->mtab || (nm && !v->merge_id))
+    int nt = pool_n_threads(pool);
+    uint64_t *keys = nm ? g4_malloc(&v->al, nm * sizeof *keys) : NULL;
+    int64_t *first_bad = g4_malloc(&v->al, (size_t)nt * sizeof *first_bad);
+    if (!v->mtab || (nm && (!v->merge_id || !keys)) || !first_bad) {
+        g4_free(&v->al, keys, nm * sizeof *keys);
+        g4_free(&v->al, first_bad, (size_t)nt * sizeof *first_bad);
         return g4_errf(G4_ERR_NOMEM, err, errlen, "%s: out of memory for %zu merges", fn, nm);
+    }
     want_huge_pages(&v->al, v->mtab, sz * sizeof *v->mtab);
     memset(v->mtab, 0xff, sz * sizeof *v->mtab);
-    /* Three hash lookups and one insert per merge, each a likely cache miss on the real
-     * vocabulary (514,906 merges): done in blocks, prefetching every stage's lines first. */
+    for (int t = 0; t < nt; t++) first_bad[t] = INT64_MAX;
+    merge_job job = {v, kv, keys, v->merge_id, first_bad};
+    pool_for(pool, (int64_t)nm, 4096, merge_resolve, &job);
+    int64_t bad = INT64_MAX;
+    for (int t = 0; t < nt; t++) if (first_bad[t] < bad) bad = first_bad[t];
+    g4_free(&v->al, first_bad, (size_t)nt * sizeof *first_bad);
+    if (bad != INT64_MAX) { /* the lowest bad rank, described as a serial pass would */
+        g4_free(&v->al, keys, nm * sizeof *keys);
+        const char *s, *rp;
+        size_t nl, nr;
+        char e[64];
+        uint64_t len;
+        if (!merge_split(kv, (size_t)bad, &s, &nl, &rp, &nr)) {
+            s = gguf_arr_str(kv, (size_t)bad, &len);
+            return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.merges[%lld] '%s': not two pieces "
+                           "separated by one space", fn, (long long)bad, esc(s, (size_t)len, e, sizeof e));
+        }
+        int left_ok = tok_find(v, s, nl) >= 0;
+        return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.merges[%lld] '%s': %s piece is not a token",
+                       fn, (long long)bad, esc(s, nl + nr + 1, e, sizeof e), left_ok ? "right" : "left");
+    }
+    /* insert in rank order: a duplicate pair keeps its first (lowest) rank */
     enum { BLK = 64 };
-    struct { const char *s, *sp; size_t nl, nr; uint64_t h[3]; int32_t id[3]; size_t mi; uint64_t key; } b[BLK];
-    char e[64];
+    size_t mi[BLK];
     for (size_t r0 = 0; r0 < nm; r0 += BLK) {
         size_t nb = nm - r0 < BLK ? nm - r0 : BLK;
         for (size_t j = 0; j < nb; j++) {
-            size_t      r = r0 + j;
-            uint64_t    len;
-            const char *s = gguf_arr_str(kv, r, &len);
-            /* split at the first space after the first byte (llama.cpp: find(' ', 1)) */
-            const char *sp = len > 1 ? memchr(s + 1, ' ', (size_t)len - 1) : NULL;
-            if (!sp || sp + 1 == s + len || memchr(sp + 1, ' ', (size_t)(s + len - sp - 1)))
-                return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.merges[%zu] '%s': not two pieces "
-                               "separated by one space", fn, r, esc(s, (size_t)len, e, sizeof e));
-            b[j].s = s;
-            b[j].sp = sp + 1;
-            b[j].nl = (size_t)(sp - s);
-            b[j].nr = (size_t)(len - b[j].nl - 1);
-            uint64_t hl = tok_hash_more(TOK_HASH_INIT, s, b[j].nl);
-            b[j].h[0] = tok_mix(hl);
-            b[j].h[1] = tok_mix(tok_hash_more(TOK_HASH_INIT, b[j].sp, b[j].nr));
-            b[j].h[2] = tok_mix(tok_hash_more(hl, b[j].sp, b[j].nr));
-            for (int k = 0; k < 3; k++) __builtin_prefetch(&v->tab[(uint32_t)b[j].h[k] & v->tab_mask]);
-        }
-        for (size_t j = 0; j < nb; j++) /* the text of the first slot: usually the match */
-            for (int k = 0; k < 3; k++) {
-                const tok_slot *sl = &v->tab[(uint32_t)b[j].h[k] & v->tab_mask];
-                if (sl->id >= 0) __builtin_prefetch(v->text + sl->off);
-            }
-        for (size_t j = 0; j < nb; j++) {
-            b[j].id[0] = tok_find2(v, v->tab, v->tab_mask, b[j].s, b[j].nl, NULL, 0, b[j].h[0]);
-            b[j].id[1] = tok_find2(v, v->tab, v->tab_mask, b[j].sp, b[j].nr, NULL, 0, b[j].h[1]);
-            b[j].id[2] = tok_find2(v, v->tab, v->tab_mask, b[j].s, b[j].nl, b[j].sp, b[j].nr, b[j].h[2]);
-            if (b[j].id[0] < 0 || b[j].id[1] < 0)
-                return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.merges[%zu] '%s': %s piece is not a token",
-                               fn, r0 + j, esc(b[j].s, b[j].nl + b[j].nr + 1, e, sizeof e), b[j].id[0] < 0 ? "left" : "right");
-            b[j].key = (uint64_t)(uint32_t)b[j].id[0] << 32 | (uint32_t)b[j].id[1];
-            b[j].mi = (size_t)(tok_mix(b[j].key * 0x9e3779b97f4a7c15ull) & v->mtab_mask);
-            __builtin_prefetch(&v->mtab[b[j].mi], 1);
+            mi[j] = (size_t)(tok_mix(keys[r0 + j] * 0x9e3779b97f4a7c15ull) & v->mtab_mask);
+            __builtin_prefetch(&v->mtab[mi[j]], 1);
         }
         for (size_t j = 0; j < nb; j++) {
-            v->merge_id[r0 + j] = b[j].id[2];
-            for (size_t i = b[j].mi;; i = (i + 1) & v->mtab_mask) {
+            uint64_t key = keys[r0 + j];
+            for (size_t i = mi[j];; i = (i + 1) & v->mtab_mask) {
                 tok_merge *m = &v->mtab[i];
-                if (m->key == b[j].key) break; /* duplicate pair: the first (lowest) rank stays */
-                if (m->key == UINT64_MAX) { m->key = b[j].key; m->rank = (int32_t)(r0 + j); m->id = b[j].id[2]; break; }
+                if (m->key == key) break;
+                if (m->key == UINT64_MAX) { m->key = key; m->rank = (int32_t)(r0 + j); m->id = v->merge_id[r0 + j]; break; }
             }
         }
     }
+    g4_free(&v->al, keys, nm * sizeof *keys);
     return G4_OK;
 }
 
@@ -503,6 +565,11 @@ static g4_status load_extras(g4_vocab *v, const gguf_file *f, char *err, size_t 
 
 g4_status tok_vocab_load(g4_vocab **out, const gguf_file *f, const g4_allocator *al, g4_log_fn log, void *log_ud,
                          char *err, size_t errlen) {
+    return tok_vocab_load_pool(out, f, al, NULL, log, log_ud, err, errlen);
+}
+
+g4_status tok_vocab_load_pool(g4_vocab **out, const gguf_file *f, const g4_allocator *al, g4_pool *pool, g4_log_fn log,
+                              void *log_ud, char *err, size_t errlen) {
     if (!out) return g4_errf(G4_ERR_ARG, err, errlen, "tok_vocab_load: out is NULL");
     *out = NULL;
     if (!f || !al) return g4_errf(G4_ERR_ARG, err, errlen, "tok_vocab_load: NULL file or allocator");
@@ -527,7 +594,7 @@ g4_status tok_vocab_load(g4_vocab **out, const gguf_file *f, const g4_allocator 
     }
     if (st == G4_OK) st = build_text_table(v, f, err, errlen);
     if (st == G4_OK) st = build_byte_table(v, f, err, errlen);
-    if (st == G4_OK) st = load_merges(v, f, err, errlen);
+    if (st == G4_OK) st = load_merges(v, f, pool, err, errlen);
     if (st == G4_OK) st = load_specials(v, f, err, errlen);
     if (st == G4_OK) st = load_extras(v, f, err, errlen);
     if (st != G4_OK) {

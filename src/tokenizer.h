@@ -8,6 +8,11 @@
  * (reliability.md #41-#49). Messages name the file, key and index. *out = NULL on failure. */
 G4_INTERNAL g4_status tok_vocab_load(g4_vocab **out, const gguf_file *f, const g4_allocator *al,
                                      g4_log_fn log, void *log_ud, char *err, size_t errlen);
+/* The same, with the merge lookups (most of the load time of the real vocabulary) on pool's
+ * threads (NULL = the caller only). The vocabulary is identical for every thread count. */
+G4_INTERNAL g4_status tok_vocab_load_pool(g4_vocab **out, const gguf_file *f, const g4_allocator *al,
+                                          struct g4_pool *pool, g4_log_fn log, void *log_ud, char *err,
+                                          size_t errlen);
 G4_INTERNAL void      tok_vocab_free(g4_vocab *v); /* NULL-safe */
 G4_INTERNAL int32_t   tok_n_vocab(const g4_vocab *v);
 G4_INTERNAL int32_t   tok_bos(const g4_vocab *v);  /* -1 if none */
