@@ -6,7 +6,8 @@
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc -D_GNU_SOURCE -DG4_BUILD \
  *         tests/fuzz/fuzz_tok.c src/alloc.c src/status.c src/gguf.c src/gguf_write.c \
- *         src/quant/types.c src/tokenizer.c src/tok_encode.c src/chat.c -lm -o build/fuzz_tok
+ *         src/quant/types.c src/pool.c src/tokenizer.c src/tok_encode.c src/chat.c -lm -lpthread \
+ *         -o build/fuzz_tok
  */
 #include <stdio.h>
 #include <stdlib.h>
