@@ -135,27 +135,24 @@ typedef struct attn_ctx {
     const g4_layer *l;
     const g4_kv_slot *kv;
     int r0;
+    int n_split;   /* query heads of one KV head are split into n_split items */
 } attn_ctx;
 
-/* One (row, query head): kq over the visible cells, softmax, kqv.
- * ref: llm_graph_context::build_attn_mha, flash attention off: kq = mul_mat(k, q);
- * ggml_soft_max_ext(kq, mask, scale 1.0) (ops.cpp ggml_compute_forward_soft_max_f32: max,
- * exp, sum in ggml_float, scale by 1/sum); kqv = mul_mat(v, kq). */
-static void attn_one(const attn_ctx *c, int t, int h, uint8_t *ws) {
+/* One row t and query heads [h0, h0 + nq) that share KV head g: kq over the visible cells
+ * for all nq heads in one kernel call (K is read once per group, not once per head),
+ * softmax per head, kqv again in one call.
+ * ref: llm_graph_context::build_attn_mha, flash attention off: kq = mul_mat(k, q) (GQA by
+ * broadcasting K over the heads of a group); ggml_soft_max_ext(kq, mask, scale 1.0)
+ * (ops.cpp ggml_compute_forward_soft_max_f32: max, exp, sum in ggml_float, scale by
+ * 1/sum); kqv = mul_mat(v, kq). */
+static void attn_rows(const attn_ctx *c, int t, int g, int h0, int nq, uint8_t *ws) {
     g4_session *s = c->s;
     const g4_layer *l = c->l;
     const g4_kv_slot *kv = c->kv;
     const g4_kern *kern = s->m->kern;
-    const int hd = l->head_dim, n_gqa = l->n_head / l->n_head_kv, g = h / n_gqa;
+    const int hd = l->head_dim;
     const size_t q_dim = (size_t)hd * (size_t)l->n_head, nr = (size_t)kv->n_rows;
     const int kdt = quant_traits(s->kv_type)->dot_type;
-
-    float   *kq = (float *)(void *)ws;                 /* [n_cells] scores of the window    */
-    uint8_t *pq = ws + s->ws_pq;                       /* probabilities in V's dot type     */
-    uint8_t *qq = ws + s->ws_qq;                       /* q in K's dot type                 */
-
-    const float *q = s->Qcur + (size_t)t * q_dim + (size_t)h * (size_t)hd;
-    float *out = s->kqv_out + (size_t)t * q_dim + (size_t)h * (size_t)hd;
 
     /* visible positions [lo, p] (§4.5) = cells [c0, c0 + n) in position order */
     const int64_t p = s->pos[t];
@@ -165,51 +162,81 @@ static void attn_one(const attn_ctx *c, int t, int h, uint8_t *ws) {
     const int64_t c0 = lo % (int64_t)kv->n_cells;
     G4_ASSERT(n <= kv->n_cells && c0 + n <= kv->n_rows);
 
+    float   *kq = (float *)(void *)ws;   /* [nq][n] scores, then probabilities        */
+    uint8_t *pq = ws + s->ws_pq;         /* [nq] rows of p in V's dot type            */
+    uint8_t *qq = ws + s->ws_qq;         /* [nq] rows of q in K's dot type            */
+    const size_t qq_rb = kern_act_row_bytes(kdt, hd);
+    const float *q = s->Qcur + (size_t)t * q_dim + (size_t)h0 * (size_t)hd; /* [nq][hd] */
+    float *out = s->kqv_out + (size_t)t * q_dim + (size_t)h0 * (size_t)hd;  /* [nq][hd] */
+
     /* kq = K_g . q */
     const uint8_t *kg = kv->k + ((size_t)g * nr + (size_t)c0) * kv->k_row_bytes; /* [n] rows */
-    kern->quantize_act[kdt](q, qq, hd);
-    kern->matmul[s->kv_type](kq, 0, kg, kv->k_row_bytes, qq, kern_act_row_bytes(kdt, hd), hd, 0, n, 1);
+    for (int j = 0; j < nq; j++) kern->quantize_act[kdt](q + (size_t)j * (size_t)hd, qq + (size_t)j * qq_rb, hd);
+    kern->matmul[s->kv_type](kq, (size_t)n, kg, kv->k_row_bytes, qq, qq_rb, hd, 0, n, nq);
 
-    /* softmax (scale 1.0, no soft-cap) */
-    float max = -INFINITY;
-    for (int64_t j = 0; j < n; j++) if (kq[j] > max) max = kq[j];
-    double sum = 0.0;
-    for (int64_t j = 0; j < n; j++) {
-        const float e = expf(kq[j] - max);
-        sum += (double)e;
-        kq[j] = e;
+    /* softmax per head (scale 1.0, no soft-cap) */
+    for (int j = 0; j < nq; j++) {
+        float *kj = kq + (size_t)j * (size_t)n;
+        float max = -INFINITY;
+        for (int64_t i = 0; i < n; i++) if (kj[i] > max) max = kj[i];
+        double sum = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            const float e = expf(kj[i] - max);
+            sum += (double)e;
+            kj[i] = e;
+        }
+        const float inv = (float)(1.0 / sum);
+        for (int64_t i = 0; i < n; i++) kj[i] *= inv;
     }
-    const float inv = (float)(1.0 / sum);
-    for (int64_t j = 0; j < n; j++) kq[j] *= inv;
 
     /* kqv = V_g . p */
     if (s->kv_type == G4_TYPE_Q8_0) {
         float *vrow = (float *)(void *)(ws + s->ws_o); /* [head_dim] */
-        memset(out, 0, (size_t)hd * sizeof(float));
+        memset(out, 0, (size_t)nq * (size_t)hd * sizeof(float));
         const uint8_t *vg = kv->v + ((size_t)g * nr + (size_t)c0) * kv->k_row_bytes;
-        for (int64_t j = 0; j < n; j++) {
-            quant_dequant_row(G4_TYPE_Q8_0, vg + (size_t)j * kv->k_row_bytes, vrow, hd);
-            const float pj = kq[j];
-            for (int d = 0; d < hd; d++) out[d] += pj * vrow[d];
+        for (int64_t i = 0; i < n; i++) {
+            quant_dequant_row(G4_TYPE_Q8_0, vg + (size_t)i * kv->k_row_bytes, vrow, hd);
+            for (int j = 0; j < nq; j++) {
+                const float pj = kq[(size_t)j * (size_t)n + (size_t)i];
+                float *oj = out + (size_t)j * (size_t)hd;
+                for (int d = 0; d < hd; d++) oj[d] += pj * vrow[d];
+            }
         }
         return;
     }
     const size_t esz = s->kv_type == G4_TYPE_F16 ? 2 : 4;
     const int vdt = kdt; /* F16 -> F16, F32 -> F32 */
+    const size_t pq_rb = kern_act_row_bytes(vdt, n);
     const uint8_t *vg = kv->v + ((size_t)g * (size_t)hd * nr + (size_t)c0) * esz; /* [hd] rows, stride nr */
-    kern->quantize_act[vdt](kq, pq, n);
-    kern->matmul[s->kv_type](out, 0, vg, nr * esz, pq, kern_act_row_bytes(vdt, n), n, 0, hd, 1);
+    for (int j = 0; j < nq; j++) kern->quantize_act[vdt](kq + (size_t)j * (size_t)n, pq + (size_t)j * pq_rb, n);
+    kern->matmul[s->kv_type](out, (size_t)hd, vg, nr * esz, pq, pq_rb, n, 0, hd, nq);
 }
 
 static void attn_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     const attn_ctx *c = vctx;
+    const g4_layer *l = c->l;
+    const int n_gqa = l->n_head / l->n_head_kv, nq = n_gqa / c->n_split;
+    const int64_t per_row = (int64_t)l->n_head_kv * c->n_split;
     uint8_t *ws = c->s->attn_ws + (size_t)thread * c->s->attn_ws_bytes;
-    for (int64_t it = i0; it < i1; it++)
-        attn_one(c, c->r0 + (int)(it / c->l->n_head), (int)(it % c->l->n_head), ws);
+    for (int64_t it = i0; it < i1; it++) {
+        const int t = c->r0 + (int)(it / per_row);
+        const int k = (int)(it % per_row), g = k / c->n_split, part = k % c->n_split;
+        attn_rows(c, t, g, g * n_gqa + part * nq, nq, ws);
+    }
 }
 
+/* Work items: (row, KV head, part of its query heads). Parts are as large as possible
+ * (fewest K/V reads) while still giving every thread about two items: decode of a model
+ * with one KV head (E2B) splits the 8 query heads over the threads. */
 void attn_compute(g4_session *s, const g4_layer *l, int r0, int T) {
-    attn_ctx c = { .s = s, .l = l, .kv = &s->kv[l->kv_slot], .r0 = r0 };
-    const int64_t n = (int64_t)(T - r0) * l->n_head;
-    pool_for(s->m->pool, n, 1, attn_task, &c);
+    const int n_gqa = l->n_head / l->n_head_kv;
+    const int64_t rows_x_kv = (int64_t)(T - r0) * l->n_head_kv;
+    int n_split = 1;
+    while (n_split < n_gqa && rows_x_kv * n_split < 2 * (int64_t)s->n_threads) {
+        int d = n_split + 1;
+        while (n_gqa % d) d++; /* next divisor of n_gqa */
+        n_split = d;
+    }
+    attn_ctx c = { .s = s, .l = l, .kv = &s->kv[l->kv_slot], .r0 = r0, .n_split = n_split };
+    pool_for(s->m->pool, rows_x_kv * n_split, 1, attn_task, &c);
 }

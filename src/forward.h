@@ -70,10 +70,10 @@ struct g4_session {
     int32_t *pos;           /* [n_ubatch]              position of each chunk row            */
     uint8_t *act;           /* [n_ubatch][act_row_max] activation rows in a weight's dot type */
     size_t   act_row_max;   /* bytes of the widest activation row (F32 bound)              */
-    uint8_t *attn_ws;       /* [n_threads][attn_ws_bytes] per-thread attention scratch:    */
-    size_t   attn_ws_bytes; /*   kq [n_cells_max] f32 at 0, then p in V's dot type at ws_pq,  */
-    size_t   ws_pq, ws_qq, ws_o; /* q in K's dot type at ws_qq, [head_dim_max] f32 at ws_o   */
-                                 /* (a dequantized Q8_0 V row)                               */
+    uint8_t *attn_ws;       /* [n_threads][attn_ws_bytes] per-thread attention scratch, for */
+    size_t   attn_ws_bytes; /*   up to G = max n_head/n_head_kv query heads: kq [G][n_cells] */
+    size_t   ws_pq, ws_qq, ws_o; /* f32 at 0, p [G] rows in V's dot type at ws_pq, q [G] rows */
+                                 /* in K's dot type at ws_qq, [head_dim_max] f32 at ws_o     */
     int32_t  head_dim_max;  /* largest head_dim of any layer (rope_cs row stride)           */
     int32_t  n_cells_max;   /* largest n_cells of any slot                                  */
     float   *logits;        /* [n_logit_rows][n_vocab] after the soft-cap                   */

@@ -83,7 +83,7 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
 
     /* widths */
     const int L = c->n_layer;
-    int64_t hd_max = 0, q_max = 0, kv_max = 0, ff_max = 0;
+    int64_t hd_max = 0, q_max = 0, kv_max = 0, ff_max = 0, gqa_max = 1;
     size_t act_max = max_sz(act_rb(m->output ? m->output : m->token_embd), act_rb(m->per_layer_model_proj));
     for (int i = 0; i < L; i++) {
         const g4_layer *l = &m->layers[i];
@@ -92,6 +92,7 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
         if (hd * l->n_head > q_max) q_max = hd * l->n_head;
         if (hd * l->n_head_kv > kv_max) kv_max = hd * l->n_head_kv;
         if (l->n_ff > ff_max) ff_max = l->n_ff;
+        if (l->n_head / l->n_head_kv > gqa_max) gqa_max = l->n_head / l->n_head_kv;
         const g4_tensor *ws[] = { l->attn_q, l->has_kv ? l->attn_k : NULL, l->has_kv ? l->attn_v : NULL,
                                   l->attn_output, l->ffn_gate, l->ffn_up, l->ffn_down, l->inp_gate, l->proj };
         for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++) act_max = max_sz(act_max, act_rb(ws[k]));
@@ -143,11 +144,12 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     uint64_t off_rope = plan_take(&p, U * (uint64_t)hd_max, 4);
     uint64_t off_pos = plan_take(&p, U, 4);
     uint64_t off_act = plan_take(&p, U, act_max);
-    /* per-thread attention scratch: kq | p (V dot type) | q (K dot type) | o */
+    /* per-thread attention scratch, for the query heads of one KV head:
+     * kq [gqa][n_cells] | p [gqa] rows (V dot type) | q [gqa] rows (K dot type) | o [hd] */
     plan w = {0, 0};
-    plan_take(&w, (uint64_t)n_cells_max, 4);
-    const uint64_t ws_pq = plan_take(&w, 1, kern_act_row_bytes(kdt, n_cells_max));
-    const uint64_t ws_qq = plan_take(&w, 1, kern_act_row_bytes(kdt, hd_max));
+    plan_take(&w, (uint64_t)gqa_max * (uint64_t)n_cells_max, 4);
+    const uint64_t ws_pq = plan_take(&w, (uint64_t)gqa_max, kern_act_row_bytes(kdt, n_cells_max));
+    const uint64_t ws_qq = plan_take(&w, (uint64_t)gqa_max, kern_act_row_bytes(kdt, hd_max));
     const uint64_t ws_o = plan_take(&w, (uint64_t)hd_max, 4);
     plan_take(&w, 0, 1); /* round the per-thread block up to the alignment */
     uint64_t off_ws = plan_take(&p, (uint64_t)n_threads, w.off);

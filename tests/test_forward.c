@@ -263,8 +263,12 @@ static void check_errors(void) {
         }
         T_CHECKF(kv2 - kv1 == full_per_pos * 128, "kv %zu -> %zu, full layers %zu B/pos", kv1, kv2, full_per_pos);
         T_CHECKF(kv1 >= ring + full_per_pos * 128 && kv1 < ring + full_per_pos * 128 + 4096, "kv %zu", kv1);
-        /* scratch grows only by the per-thread attention scores (f32 + f32 probabilities) */
-        T_CHECKF(sc1 > 0 && sc2 >= sc1 && sc2 - sc1 <= (size_t)g4_model_n_threads(t.m) * 128 * 8 + 256,
+        /* scratch grows only by the per-thread attention scores (f32 scores + f32
+         * probabilities per query head of a group) */
+        int gqa = 1;
+        for (int i = 0; i < c->n_layer; i++)
+            if (t.m->layers[i].n_head / t.m->layers[i].n_head_kv > gqa) gqa = t.m->layers[i].n_head / t.m->layers[i].n_head_kv;
+        T_CHECKF(sc1 > 0 && sc2 >= sc1 && sc2 - sc1 <= (size_t)g4_model_n_threads(t.m) * ((size_t)gqa * 128 * 8 + 256),
                  "scratch %zu -> %zu", sc1, sc2);
     }
     g4_session_free(s);
