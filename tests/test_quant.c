@@ -16,6 +16,7 @@
 #include "quant/quant_ref.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -119,6 +120,10 @@ static void golden_hashes(void) {
 /* ==== 2-3. f16 / bf16 ==== */
 
 #if defined(__x86_64__)
+static int have_f16c(void) { /* CPUID.1:ECX.F16C[bit 29] (clang has no "f16c" for __builtin_cpu_supports) */
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1) && (c >> 28 & 1) && (c >> 27 & 1);
+}
 __attribute__((target("f16c"))) static float hw_h2f(uint16_t h) { return _cvtsh_ss(h); }
 __attribute__((target("f16c"))) static uint16_t hw_f2h(float f) { return (uint16_t)_cvtss_sh(f, 0); }
 #endif
@@ -146,7 +151,7 @@ static void f16_conversions(void) {
     }
     T_CHECKF(bad == 0, "%ld halves do not round-trip", bad);
 #if defined(__x86_64__)
-    if (!__builtin_cpu_supports("f16c")) return;
+    if (!have_f16c()) return;
     long bad_h2f = 0, bad_f2h = 0;
     for (uint32_t h = 0; h < 65536; h++)
         if (!same_f32(g4_f16_to_f32((uint16_t)h), hw_h2f((uint16_t)h))) bad_h2f++;
@@ -288,7 +293,7 @@ static void quantize_goldens(void) {
 static double roundtrip_nmse(uint32_t type, const float *x, int64_t n) {
     uint8_t *q = malloc(quant_row_bytes(type, n) + 16);
     float *y = malloc((size_t)n * sizeof *y);
-    double e = INFINITY;
+    double e = (double)INFINITY;
     if (q && y && quant_quantize_row(type, x, q, n) == quant_row_bytes(type, n)) {
         quant_dequant_row(type, q, y, n);
         e = t_nmse(x, y, (size_t)n);
@@ -397,7 +402,7 @@ static void dot_products(void) {
                     }
                     /* ... and the d_w*d_a product vs dequantized d_a*q */
                 }
-                const double got = quant_vec_dot(W[k], qw, qa, n);
+                const double got = (double)quant_vec_dot(W[k], qw, qa, n);
                 const double tol = 2e-6 * mag + tol_extra * 1.0001 + 1e-30;
                 T_CHECKF(fabs(got - ref) <= tol, "%s n=%lld rep %d: %.9g vs %.9g (tol %.3g)",
                          tr->name, (long long)n, rep, got, ref, tol);

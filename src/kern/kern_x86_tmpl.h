@@ -7,7 +7,10 @@
  *   KX_DOT_U8S8(acc, u, s)   acc (8 x i32) += sum of 4 adjacent u8*s8 products, exact
  *                            (AVX2: vpmaddubsw + vpmaddwd + vpaddd, exact for |u| <= 128;
  *                             AVX-512 VNNI: vpdpbusd ymm)
- * so both tables run the same algorithms, in the same function order, on ymm vectors.
+ *   KX_ZMM                   (kern_avx512.c) use the zmm kernels for Q4_K, Q5_K, Q6_K, Q8_0
+ *                            and Q4_0 instead of the ymm ones
+ *   KX_PF_DIST               optional weight prefetch distance for the K-quant kernels
+ * so both tables run the same algorithms, with the same functions in the same order.
  *
  * Contract (kern.h): W is [n_out][w_row_bytes] in GGUF block layout (no alignment assumed:
  * unaligned loads only), xq is [n_tok][xq_row_bytes] in the weight type's dot type,
