@@ -186,9 +186,9 @@ KINLINE void dot_q45_K(const uint8_t *restrict w, const uint8_t *restrict x, siz
     const size_t wb = q5 ? 176 : 144;
     const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
     const __m128i dup = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-    __m256 acc[KMAXT];
+    __m256 acc[KMAXT], accm[KMAXT]; /* scale and min terms: two dependency chains */
     KUNROLL
-    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm256_setzero_ps();
     const int64_t nb = n / 256;
     for (int64_t i = 0; i < nb; i++, w += wb) {
         KPREFETCH(w, wb);
@@ -227,11 +227,11 @@ KINLINE void dot_q45_K(const uint8_t *restrict w, const uint8_t *restrict x, siz
             const float da = rdf(a);
             const __m256i msum = _mm256_madd_epi16(ld256(a + 260), mins);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-            acc[t] = _mm256_fnmadd_ps(_mm256_set1_ps(da * dmw), _mm256_cvtepi32_ps(msum), acc[t]);
+            accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dmw), _mm256_cvtepi32_ps(msum), accm[t]);
         }
     }
     KUNROLL
-    for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
+    for (int t = 0; t < T; t++) out[t] = hsum_ps(_mm256_sub_ps(acc[t], accm[t]));
 }
 #if !defined(KX_ZMM)
 KINLINE void dot_q4_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
@@ -335,9 +335,9 @@ KINLINE void dot_q45_K_zmm(const uint8_t *restrict w, const uint8_t *restrict x,
     const __m512i m4 = _mm512_set1_epi8(0x0f), one = _mm512_set1_epi8(1);
     const __m512i srl4 = ld512(ZQ_SRL4), srl01 = ld512(ZQ_SRL01);
     const __m128i dup = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-    __m256 acc[KMAXT];
+    __m256 acc[KMAXT], accm[KMAXT]; /* scale and min terms: two dependency chains */
     KUNROLL
-    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm256_setzero_ps();
     const int64_t nb = n / 256;
     for (int64_t i = 0; i < nb; i++, w += wb) {
         uint8_t sm[16];
@@ -372,11 +372,11 @@ KINLINE void dot_q45_K_zmm(const uint8_t *restrict w, const uint8_t *restrict x,
             const float da = rdf(a);
             const __m256i msum = _mm256_madd_epi16(ld256(a + 260), mins);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(zsum256(sumi[t])), acc[t]);
-            acc[t] = _mm256_fnmadd_ps(_mm256_set1_ps(da * dmw), _mm256_cvtepi32_ps(msum), acc[t]);
+            accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dmw), _mm256_cvtepi32_ps(msum), accm[t]);
         }
     }
     KUNROLL
-    for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
+    for (int t = 0; t < T; t++) out[t] = hsum_ps(_mm256_sub_ps(acc[t], accm[t]));
 }
 
 KINLINE void dot_q6_K_zmm(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
