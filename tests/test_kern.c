@@ -47,7 +47,7 @@ static void make_weights(uint32_t type, int mode, int64_t n_rows, int64_t n_in, 
     float *x = malloc((size_t)n_in * sizeof *x);
     for (int64_t r = 0; r < n_rows; r++) {
         uint8_t *row = w + (size_t)r * rb;
-        if (mode == 0 || tr->blck == 1) {
+        if (mode != 1 || tr->blck == 1) {
             const float scale = 0.02f * (float)(1 + r % 5);
             for (int64_t i = 0; i < n_in; i++) x[i] = gauss(s) * scale + (r % 3 == 1 ? 0.01f : 0.0f);
             quant_quantize_row(type, x, row, n_in);
@@ -126,15 +126,17 @@ static void matmuls(const g4_kern *ref, const g4_kern *k) {
         T_CHECKF(k->matmul[type] != NULL, "%s: no matmul for %s", k->name, tr->name);
         if (!k->matmul[type]) continue;
         double worst = 0;
-        for (int mode = 0; mode < 2; mode++) {
-            /* K-quants: 3 super-blocks; 32-blocks: 7 blocks, or 24; float types: odd lengths */
-            const int64_t n_in = tr->blck == 256 ? 768 : tr->blck == 32 ? (mode ? 768 : 224) : (mode ? 768 : 37);
+        for (int mode = 0; mode < 3; mode++) {
+            /* K-quants: 3 super-blocks; 32-blocks: 7 blocks, or 24; float types: odd lengths;
+             * mode 2: quantized rows of ffn_down length (6144) */
+            const int64_t n_in = mode == 2 ? 6144 : tr->blck == 256 ? 768 : tr->blck == 32 ? (mode ? 768 : 224) : (mode ? 768 : 37);
             const int64_t n_out = 13;
             const size_t wrb = quant_row_bytes(type, n_in), xrb = kern_act_row_bytes(dt, n_in);
             uint8_t *w = malloc(wrb * (size_t)n_out);
             make_weights(type, mode, n_out, n_in, w, &s);
             for (int ti = 0; ti < 5; ti++) {
                 const int n_tok = toks[ti];
+                if (mode == 2 && n_tok > 7) continue;
                 const size_t ldy = (size_t)n_out + 3;
                 float *x = malloc((size_t)n_in * (size_t)n_tok * sizeof *x);
                 uint8_t *xq = malloc(xrb * (size_t)n_tok + 16);
