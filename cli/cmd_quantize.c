@@ -152,6 +152,20 @@ int cmd_quantize(int argc, char **argv) {
         return 2;
     }
 
+    /* the input must be a model gemma4.c loads (every container and model rule checked), so the
+     * output is one too */
+    {
+        g4_model_opts mo = {0};
+        mo.n_threads = 1;
+        mo.log = cli_log;
+        mo.log_ud = &log_level;
+        g4_model *m = NULL;
+        double t0 = progress_now();
+        if (g4_model_open(&m, in, &mo, err, sizeof err) != G4_OK) { fprintf(stderr, "g4 quantize: %s\n", err); return 1; }
+        g4_model_close(m);
+        if (verbose) fprintf(stderr, "g4 quantize: %s validated in %.3f s\n", in, progress_now() - t0);
+    }
+
     /* the plan: shown with -v / --dry-run */
     if (verbose || dry) {
         gguf_file *f = NULL;

@@ -353,6 +353,9 @@ g4_status qz_plan(const gguf_file *f, const qz_params *p, qz_choice *choices, ch
             else if (!quant_can_quantize(c->dst_type))
                 st = g4_errf(G4_ERR_UNSUPPORTED, err, errlen, "tensor '%s': cannot write %s", t->name,
                              quant_type_name(c->dst_type, b2, sizeof b2));
+            else if (quant_row_bytes(t->type, t->ne[0]) == 0 || quant_row_bytes(c->dst_type, t->ne[0]) == 0)
+                st = g4_errf(G4_ERR_FORMAT, err, errlen, "tensor '%s': row length %lld does not fit its type", t->name,
+                             (long long)t->ne[0]);
             else {
                 uint64_t rows = t->nbytes / quant_row_bytes(t->type, t->ne[0]);
                 c->dst_bytes = rows * quant_row_bytes(c->dst_type, t->ne[0]);
@@ -517,7 +520,7 @@ g4_status qz_quantize_file(const char *in_path, const char *out_path, const qz_p
     for (size_t i = 0; i < n; i++) {
         const gguf_tensor *t = gguf_tensor_at(f, i);
         gguf_w_tensor(w, t->name, ch[i].dst_type, t->n_dims, t->ne, NULL);
-        if (t->ne[0] > max_ne0) max_ne0 = t->ne[0];
+        if (ch[i].dst_type != ch[i].src_type && t->nbytes > 0 && t->ne[0] > max_ne0) max_ne0 = t->ne[0];
         fc.total += t->nbytes;
         if (stats) {
             stats->n_tensors++;
@@ -543,6 +546,7 @@ g4_status qz_quantize_file(const char *in_path, const char *out_path, const qz_p
     }
     size_t part = p->part_bytes ? p->part_bytes : PART_BYTES;
     for (size_t i = 0; i < n; i++) { /* a part holds at least one output row */
+        if (ch[i].dst_type == ch[i].src_type) continue; /* copies go in any part size */
         size_t rb = quant_row_bytes(ch[i].dst_type, gguf_tensor_at(f, i)->ne[0]);
         if (rb > part) part = rb;
     }

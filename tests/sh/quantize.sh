@@ -148,5 +148,24 @@ expect 1 "malformed input" "$tmp/bad.gguf" "$tmp/x.gguf" Q4_0
 [ ! -e "$tmp/x.gguf" ] && ok "no output left behind" || bad "a failed quantize left $tmp/x.gguf"
 expect 1 "unwritable output" "$tmp/f32.gguf" "$tmp/no/such/dir/x.gguf" Q4_0
 
+# the hostile-model catalog (tools/g4-mkbad.c): refused with exit 1 and one line, or converted
+# (the "must still load" cases); never a crash or a sanitizer report
+mkdir -p "$tmp/bad"
+if "$B/g4-mkbad" "$tmp/bad" >/dev/null 2>&1; then
+    nb=0; nbad=0
+    for f in "$tmp"/bad/*.gguf; do
+        "$G4" quantize "$f" "$tmp/hq.gguf" Q4_K_M -t 2 >/dev/null 2>"$tmp/hq.err"; rc=$?
+        nb=$((nb + 1))
+        if grep -qE 'Sanitizer|runtime error' "$tmp/hq.err" || { [ $rc -ne 0 ] && [ $rc -ne 1 ]; } \
+            || { [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/hq.err")" -ne 1 ]; } || { [ $rc -eq 1 ] && [ -e "$tmp/hq.gguf" ]; }; then
+            nbad=$((nbad + 1)); echo "hostile $(basename "$f"): exit $rc: $(head -c 300 "$tmp/hq.err")" >&2
+        fi
+        rm -f "$tmp/hq.gguf"
+    done
+    [ "$nbad" -eq 0 ] && ok "hostile catalog ($nb files)" || bad "hostile catalog: $nbad of $nb files mishandled"
+    "$G4" quantize "$tmp/bad/m037-eps-nan.gguf" "$tmp/hq.gguf" Q4_0 >/dev/null 2>&1
+    [ $? -eq 1 ] && ok "an invalid model is refused" || bad "m037-eps-nan.gguf was not refused"
+else bad "g4-mkbad failed"; fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
