@@ -303,6 +303,129 @@ KINLINE void dot_q6_K_ymm(const uint8_t *restrict w, const uint8_t *restrict x, 
     for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
 }
 
+/* 6-bit signed scale of group g of a Q3_K block (quant-formats.md 4.2) */
+KINLINE int q3k_scale(const uint8_t *s, int g) {
+    const int low = g < 8 ? (s[g] & 0xF) : (s[g - 8] >> 4);
+    const int high = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
+    return (low | high << 4) - 32;
+}
+
+/* Q3_K / Q2_K x Q8_K: 2-bit codes of chunk jj (32 elements, groups 2jj and 2jj+1) from
+ * qs[32c..] >> 2j with c = jj/4, j = jj%4; Q3_K adds 4*h (h: bit jj of hmask) so codes are
+ * u = v + 4 in 0..7, and the -4 comes back through the bsums; per-16 scales via vpmaddwd. */
+KINLINE __m256i k16_scale(__m256i lo8, __m256i hi8, int jj) {
+    return _mm256_shuffle_epi8(jj < 4 ? lo8 : hi8, ld256(Q6_SEL[jj & 3]));
+}
+
+KINLINE void dot_q23_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                       const int T, float *restrict out, const int q3) {
+    const size_t wb = q3 ? 110 : 84;
+    const __m256i m2 = _mm256_set1_epi8(0x03), one = _mm256_set1_epi8(1);
+    __m256 acc[KMAXT], accm[KMAXT];
+    KUNROLL
+    for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm256_setzero_ps();
+    const int64_t nb = n / 256;
+    for (int64_t i = 0; i < nb; i++, w += wb) {
+        int8_t sc[16];
+        __m256i mins = _mm256_setzero_si256();
+        float dw, dmw = 0;
+        const uint8_t *qs;
+        if (q3) {
+            for (int g = 0; g < 16; g++) sc[g] = (int8_t)q3k_scale(w + 96, g);
+            dw = h2f(w + 108);
+            qs = w + 32;
+        } else {
+            const __m128i s8 = ld128(w);
+            _mm_storeu_si128((__m128i *)(void *)sc, _mm_and_si128(s8, _mm_set1_epi8(0x0f)));
+            mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(0x0f)));
+            dw = h2f(w + 80);
+            dmw = h2f(w + 82);
+            qs = w + 16;
+        }
+        const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(sc));
+        const __m256i sc_lo = _mm256_permute2x128_si256(sc16, sc16, 0x00);
+        const __m256i sc_hi = _mm256_permute2x128_si256(sc16, sc16, 0x11);
+        __m256i hm = _mm256_setzero_si256();
+        if (q3) hm = ld256(w);
+        __m256i sumi[KMAXT];
+        KUNROLL
+        for (int t = 0; t < T; t++) sumi[t] = _mm256_setzero_si256();
+        KUNROLL
+        for (int c = 0; c < 2; c++) {
+            __m256i q = ld256(qs + 32 * c);
+            KUNROLL
+            for (int j = 0; j < 4; j++) {
+                const int jj = 4 * c + j;
+                __m256i u = _mm256_and_si256(q, m2);
+                if (q3) {
+                    u = _mm256_or_si256(u, _mm256_slli_epi16(_mm256_and_si256(hm, one), 2));
+                    hm = _mm256_srli_epi16(hm, 1);
+                }
+                q = _mm256_srli_epi16(q, 2);
+                const __m256i scv = k16_scale(sc_lo, sc_hi, jj);
+                KUNROLL
+                for (int t = 0; t < T; t++) {
+                    const uint8_t *a = x + t * xrb + i * 292 + 4 + 32 * jj;
+                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(u, ld256(a)), scv));
+                }
+            }
+        }
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            const uint8_t *a = x + t * xrb + i * 292;
+            const float da = rdf(a);
+            const __m256i bs = ld256(a + 260);
+            __m256i s = sumi[t];
+            if (q3) s = _mm256_sub_epi32(s, _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 2));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(s), acc[t]);
+            if (!q3) accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dmw), _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, mins)), accm[t]);
+        }
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) out[t] = hsum_ps(_mm256_sub_ps(acc[t], accm[t]));
+}
+KINLINE void dot_q2_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                      const int T, float *restrict out) { dot_q23_K(w, x, xrb, n, T, out, 0); }
+KINLINE void dot_q3_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                      const int T, float *restrict out) { dot_q23_K(w, x, xrb, n, T, out, 1); }
+
+/* IQ4_XS x Q8_K: per 32-element sub-block b, code-book values (vpshufb) as s8, sign trick,
+ * vpmaddubsw (|v| <= 127: pairs < 2^15) then vpmaddwd by the 6-bit signed scale ls - 32. */
+KINLINE void dot_iq4_xs(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                        const int T, float *restrict out) {
+    const __m128i k = _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+    const __m256i kv = _mm256_set_m128i(k, k);
+    __m256 acc[KMAXT];
+    KUNROLL
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    const int64_t nb = n / 256;
+    for (int64_t i = 0; i < nb; i++, w += 136) {
+        const uint16_t sh = quant_rd16(w + 2);
+        const float dw = h2f(w);
+        __m256i sumi[KMAXT];
+        KUNROLL
+        for (int t = 0; t < T; t++) sumi[t] = _mm256_setzero_si256();
+        KUNROLL
+        for (int b = 0; b < 8; b++) {
+            const int ls = ((w[4 + b / 2] >> 4 * (b % 2)) & 0xf) | (((sh >> 2 * b) & 3) << 4);
+            const __m256i v = _mm256_shuffle_epi8(kv, nib32(w + 8 + 16 * b));
+            const __m256i uv = _mm256_sign_epi8(v, v), scv = _mm256_set1_epi16((short)(ls - 32));
+            KUNROLL
+            for (int t = 0; t < T; t++) {
+                const __m256i a = ld256(x + t * xrb + i * 292 + 4 + 32 * b);
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(uv, _mm256_sign_epi8(a, v)), scv));
+            }
+        }
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            const uint8_t *a = x + t * xrb + i * 292;
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(rdf(a) * dw), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        }
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
+}
+
 #if defined(KX_ZMM)
 /* ==== zmm (AVX-512 BW) K-quant kernels: 64 codes per vector in element order ==== */
 
@@ -538,6 +661,9 @@ DEF_MM(iq4_nl)
 DEF_MM(q4_K)
 DEF_MM(q5_K)
 DEF_MM(q6_K)
+DEF_MM(q2_K)
+DEF_MM(q3_K)
+DEF_MM(iq4_xs)
 
 /* ==== Activation quantizers (bit-exact with quant_ref.c) ==== */
 
@@ -661,12 +787,11 @@ static const g4_kern TABLE = {
     .matmul = {
         /* not accelerated here: the reference entries */
         [G4_TYPE_Q4_1] = kern_ref_mm_q4_1, [G4_TYPE_Q5_1] = kern_ref_mm_q5_1,
-        [G4_TYPE_Q2_K] = kern_ref_mm_q2_K, [G4_TYPE_Q3_K] = kern_ref_mm_q3_K,
-        [G4_TYPE_IQ4_XS] = kern_ref_mm_iq4_xs,
         [G4_TYPE_F32] = mm_f32, [G4_TYPE_F16] = mm_f16, [G4_TYPE_BF16] = mm_bf16,
         [G4_TYPE_Q8_0] = mm_q8_0, [G4_TYPE_Q4_0] = mm_q4_0, [G4_TYPE_Q5_0] = mm_q5_0,
         [G4_TYPE_IQ4_NL] = mm_iq4_nl, [G4_TYPE_Q4_K] = mm_q4_K, [G4_TYPE_Q5_K] = mm_q5_K,
-        [G4_TYPE_Q6_K] = mm_q6_K,
+        [G4_TYPE_Q6_K] = mm_q6_K, [G4_TYPE_Q2_K] = mm_q2_K, [G4_TYPE_Q3_K] = mm_q3_K,
+        [G4_TYPE_IQ4_XS] = mm_iq4_xs,
     },
     .quantize_act = {
         [G4_TYPE_F32] = act_f32, [G4_TYPE_F16] = act_f16, [G4_TYPE_BF16] = act_bf16,
