@@ -293,10 +293,20 @@ static g4_status parse_kv(cursor *c, gguf_kv *kv, uint64_t idx) {
             /* pass 1: lengths, bounds; pass 2: copy */
             uint64_t save = c->pos, blob = 0;
             for (uint64_t i = 0; i < n; i++) {
+                /* fast path for the 777k strings of a real vocabulary; the label is
+                 * formatted only when rd_str_len is about to fail */
+                if (need(c, 8)) {
+                    len = rd_le(c->p + c->pos, 8);
+                    if (len <= GGUF_MAX_STR && len <= c->len - c->pos - 8) {
+                        c->pos += 8 + len;
+                        blob += len + 1; /* <= bytes consumed: no overflow */
+                        continue;
+                    }
+                }
                 snprintf(what, sizeof what, "key '%.60s': string %llu", key, (unsigned long long)i);
                 if ((st = rd_str_len(c, GGUF_MAX_STR, what, &len))) return st;
                 c->pos += len;
-                blob += len + 1; /* <= bytes consumed: no overflow */
+                blob += len + 1;
             }
             if (blob > GGUF_MAX_META)
                 return fail(c, G4_ERR_FORMAT, "key '%s': %llu bytes of strings exceed the metadata limit", key,

@@ -616,7 +616,7 @@ static void real_speed(const g4_vocab *v) {
     double dt = now_s() - t0;
     fprintf(stderr, "  tok_real: encoded %zu bytes -> %zu tokens in %.3f s (%.1f MB/s)\n", n, got, dt, (double)n / dt / 1e6);
     T_CHECK(st == G4_OK && got > n / 8);
-    T_CHECKF(getenv("G4_SANITIZED") || dt < 2.0, "1 MB took %.3f s (target 0.5 s)", dt);
+    /* speed is measured and printed above, never asserted (house rule: no timed unit tests) */
     free(ids);
     free(text);
 }
@@ -673,10 +673,8 @@ T_GROUP(tok_real) {
     if (!v) return;
     fprintf(stderr, "  tok_real: gguf parse %.1f ms + vocabulary build %.1f ms = %.1f ms\n", (t1 - t0) * 1e3,
             (t2 - t1) * 1e3, (t2 - t0) * 1e3);
-    /* targets: 150 ms load, 0.5 s per MB on an idle machine; the checks only catch gross
-     * regressions (shared CI machines, sanitizer builds skip them) */
-    int timed = !getenv("G4_SANITIZED");
-    T_CHECKF(!timed || t2 - t0 < 2.0, "load took %.3f s", t2 - t0);
+    /* targets: 150 ms load, 0.5 s per MB on an idle machine: measured and printed above, not
+     * asserted (house rule: no timed unit tests) */
     T_CHECK(tok_n_vocab(v) == 262144 && v->n_merges == 514906);
     T_CHECK(tok_bos(v) == 2 && tok_eos(v) == 1);
     T_CHECK(tok_is_eog(v, 1) && tok_is_eog(v, 106) && tok_is_eog(v, 50) && !tok_is_eog(v, 212) && !tok_is_eog(v, 2));
