@@ -464,7 +464,11 @@ static g4_status open_impl(g4_model *m, const char *path, const void *buf, size_
     if (split && !(split->type == GGUF_UINT16 && split->v.u16 <= 1))
         return lerr(&ld, G4_ERR_UNSUPPORTED, "split GGUF files are not supported (merge them with gguf-split --merge)");
 
-    if ((st = tok_vocab_load(&m->vocab, m->gguf, &m->al, m->log, m->log_ud, err, errlen))) return st;
+    /* the pool exists before the vocabulary: merge resolution runs on it */
+    m->n_threads = o->n_threads > 0 ? (o->n_threads > 512 ? 512 : o->n_threads) : online_cpus();
+    if (m->n_threads > 1 && (st = pool_create(&m->pool, m->n_threads, &m->al)))
+        return lerr(&ld, st, "cannot start %d threads", m->n_threads);
+    if ((st = tok_vocab_load_pool(&m->vocab, m->gguf, &m->al, m->pool, m->log, m->log_ud, err, errlen))) return st;
     m->cfg.n_vocab = tok_n_vocab(m->vocab);
     m->vocab_only = o->vocab_only;
 
@@ -522,9 +526,6 @@ static g4_status open_impl(g4_model *m, const char *path, const void *buf, size_
     m->gelu_f16 = g4_malloc(&m->al, 65536 * sizeof(uint16_t));
     if (!m->gelu_f16) return lerr(&ld, G4_ERR_NOMEM, "out of memory");
     forward_gelu_table(m->gelu_f16);
-    m->n_threads = o->n_threads > 0 ? (o->n_threads > 512 ? 512 : o->n_threads) : online_cpus();
-    if (m->n_threads > 1 && (st = pool_create(&m->pool, m->n_threads, &m->al)))
-        return lerr(&ld, st, "cannot start %d threads", m->n_threads);
     return G4_OK;
 }
 
