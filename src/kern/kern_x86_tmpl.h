@@ -141,17 +141,46 @@ DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16)
 
 KINLINE __m256i dec_q8_0(const uint8_t *b) { return ld256(b + 2); }
 KINLINE __m256i dec_q4_0(const uint8_t *b) { return _mm256_sub_epi8(nib32(b + 2), _mm256_set1_epi8(8)); }
-KINLINE __m256i dec_q5_0(const uint8_t *b) {
-    /* fifth bits: bit e of qh -> 0x10 in byte e */
-    const uint32_t qh = quant_rd32(b + 2);
+/* 5-bit codes: low nibbles at qs, fifth bit e of the u32 at qhp -> 0x10 in byte e */
+KINLINE __m256i q5_codes(const uint8_t *qhp, const uint8_t *qs) {
+    const uint32_t qh = quant_rd32(qhp);
     const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
                                           2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
     const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
     __m256i h = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), shuf);
     h = _mm256_cmpeq_epi8(_mm256_and_si256(h, bit), bit);          /* 0xff where set */
-    const __m256i q = _mm256_or_si256(nib32(b + 6), _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
-    return _mm256_sub_epi8(q, _mm256_set1_epi8(16));
+    return _mm256_or_si256(nib32(qs), _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
 }
+KINLINE __m256i dec_q5_0(const uint8_t *b) { return _mm256_sub_epi8(q5_codes(b + 2, b + 6), _mm256_set1_epi8(16)); }
+
+/* Q4_1 / Q5_1 x Q8_1: unsigned codes straight into vpmaddubsw; + m_w * s_a per block */
+#define DEF_DOT_B32_1(tname, wbytes, CODES)                                                        \
+    KINLINE void dot_##tname(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,      \
+                             int64_t n, const int T, float *restrict out) {                          \
+        __m256 acc[KMAXT];                                                                           \
+        float ms[KMAXT];                                                                             \
+        KUNROLL                                                                                      \
+        for (int t = 0; t < T; t++) { acc[t] = _mm256_setzero_ps(); ms[t] = 0; }                     \
+        const __m256i ones = _mm256_set1_epi16(1);                                                   \
+        const int64_t nb = n / 32;                                                                    \
+        for (int64_t i = 0; i < nb; i++, w += wbytes) {                                               \
+            const __m256i u = CODES(w);                                                               \
+            const float dw = h2f(w), mw = h2f(w + 2);                                                 \
+            KUNROLL                                                                                   \
+            for (int t = 0; t < T; t++) {                                                             \
+                const uint8_t *a = x + t * xrb + i * 36;                                              \
+                const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(u, ld256(a + 4)), ones);     \
+                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * h2f(a)), _mm256_cvtepi32_ps(p), acc[t]);  \
+                ms[t] += mw * h2f(a + 2);                                                             \
+            }                                                                                         \
+        }                                                                                             \
+        KUNROLL                                                                                       \
+        for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]) + ms[t];                                \
+    }
+KINLINE __m256i codes_q4_1(const uint8_t *b) { return nib32(b + 4); }
+KINLINE __m256i codes_q5_1(const uint8_t *b) { return q5_codes(b + 4, b + 8); }
+DEF_DOT_B32_1(q4_1, 20, codes_q4_1)
+DEF_DOT_B32_1(q5_1, 24, codes_q5_1)
 KINLINE __m256i dec_iq4_nl(const uint8_t *b) {
     const __m128i k = _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
     return _mm256_shuffle_epi8(_mm256_set_m128i(k, k), nib32(b + 2));
@@ -664,6 +693,8 @@ DEF_MM(q6_K)
 DEF_MM(q2_K)
 DEF_MM(q3_K)
 DEF_MM(iq4_xs)
+DEF_MM(q4_1)
+DEF_MM(q5_1)
 
 /* ==== Activation quantizers (bit-exact with quant_ref.c) ==== */
 
@@ -785,13 +816,11 @@ static void act_q8_K(const float *restrict x, void *restrict vy, int64_t n) {
 static const g4_kern TABLE = {
     .name = KX_NAME,
     .matmul = {
-        /* not accelerated here: the reference entries */
-        [G4_TYPE_Q4_1] = kern_ref_mm_q4_1, [G4_TYPE_Q5_1] = kern_ref_mm_q5_1,
         [G4_TYPE_F32] = mm_f32, [G4_TYPE_F16] = mm_f16, [G4_TYPE_BF16] = mm_bf16,
         [G4_TYPE_Q8_0] = mm_q8_0, [G4_TYPE_Q4_0] = mm_q4_0, [G4_TYPE_Q5_0] = mm_q5_0,
         [G4_TYPE_IQ4_NL] = mm_iq4_nl, [G4_TYPE_Q4_K] = mm_q4_K, [G4_TYPE_Q5_K] = mm_q5_K,
         [G4_TYPE_Q6_K] = mm_q6_K, [G4_TYPE_Q2_K] = mm_q2_K, [G4_TYPE_Q3_K] = mm_q3_K,
-        [G4_TYPE_IQ4_XS] = mm_iq4_xs,
+        [G4_TYPE_IQ4_XS] = mm_iq4_xs, [G4_TYPE_Q4_1] = mm_q4_1, [G4_TYPE_Q5_1] = mm_q5_1,
     },
     .quantize_act = {
         [G4_TYPE_F32] = act_f32, [G4_TYPE_F16] = act_f16, [G4_TYPE_BF16] = act_bf16,
