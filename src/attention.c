@@ -35,19 +35,22 @@ static inline const float *fvec(const g4_tensor *t) { return (const float *)(con
  * freq_scale 1, ext_factor 0, mscale 1: theta_scale = powf(base, -2/n_dims); the angle is
  * built cumulatively in f32 (theta_0 = pos, theta_{j+1} = theta_j * theta_scale) and divided
  * by the frequency factor (rope_freqs on full layers) before cosf/sinf. */
-void attn_rope_cache(g4_session *s, const g4_layer *l, int r0, int T) {
+static void rope_row(g4_session *s, const void *arg, int t) {
+    const g4_layer *l = arg;
     const float theta_scale = powf(l->rope_base, -2.0f / (float)l->n_rot);
     const float *ff = l->swa ? NULL : s->m->rope_freqs;
-    for (int t = r0; t < T; t++) {
-        float *cs = s->rope_cs + (size_t)t * (size_t)s->head_dim_max; /* [n_rot/2] (cos, sin) */
-        float theta = (float)s->pos[t];
-        for (int i0 = 0; i0 < l->n_rot; i0 += 2) {
-            const float th = ff ? theta / ff[i0 / 2] : theta;
-            cs[i0 + 0] = cosf(th);
-            cs[i0 + 1] = sinf(th);
-            theta *= theta_scale;
-        }
+    float *cs = s->rope_cs + (size_t)t * (size_t)s->head_dim_max; /* [n_rot/2] (cos, sin) */
+    float theta = (float)s->pos[t];
+    for (int i0 = 0; i0 < l->n_rot; i0 += 2) {
+        const float th = ff ? theta / ff[i0 / 2] : theta;
+        cs[i0 + 0] = cosf(th);
+        cs[i0 + 1] = sinf(th);
+        theta *= theta_scale;
     }
+}
+
+void attn_rope_cache(g4_session *s, const g4_layer *l, int r0, int T) {
+    forward_rows(s, r0, T, rope_row, l);
 }
 
 /* NEOX (rotate-half): pair j with j + n_rot/2; dims >= n_rot pass through.
@@ -65,18 +68,20 @@ static void rope_neox(float *x, const float *cs, int n_rot) {
 /* ==== Q, K, V preparation ==== */
 
 /* ref: gemma4.cpp "Qcur_normed" (build_norm with attn_q_norm per head), "Qcur_pos" */
-void attn_q_prep(g4_session *s, const g4_layer *l, int r0, int T) {
+static void q_prep_row(g4_session *s, const void *arg, int t) {
+    const g4_layer *l = arg;
     const int hd = l->head_dim;
     const size_t q_dim = (size_t)hd * (size_t)l->n_head;
-    const float eps = s->m->cfg.rms_eps;
-    for (int t = r0; t < T; t++) {
-        const float *cs = s->rope_cs + (size_t)t * (size_t)s->head_dim_max;
-        for (int h = 0; h < l->n_head; h++) {
-            float *q = s->Qcur + (size_t)t * q_dim + (size_t)h * (size_t)hd;
-            forward_rms_norm(q, q, fvec(l->attn_q_norm), hd, eps);
-            rope_neox(q, cs, l->n_rot);
-        }
+    const float *cs = s->rope_cs + (size_t)t * (size_t)s->head_dim_max;
+    for (int h = 0; h < l->n_head; h++) {
+        float *q = s->Qcur + (size_t)t * q_dim + (size_t)h * (size_t)hd;
+        forward_rms_norm(q, q, fvec(l->attn_q_norm), hd, s->m->cfg.rms_eps);
+        rope_neox(q, cs, l->n_rot);
     }
+}
+
+void attn_q_prep(g4_session *s, const g4_layer *l, int r0, int T) {
+    forward_rows(s, r0, T, q_prep_row, l);
 }
 
 /* Stores one head row x[head_dim] into K-like row storage (row-major cells). */
@@ -97,35 +102,40 @@ static void store_row(g4_session *s, uint8_t *dst, const float *x, int hd) {
 /* ref: gemma4.cpp "Kcur_normed" (attn_k_norm), "Vcur_normed" (ggml_rms_norm, no weight),
  * "Kcur_pos"; then llama_kv_cache::cpy_k / cpy_v (F16 by ggml_cpy, RNE; V transposed when
  * flash attention is off). */
-void attn_kv_store(g4_session *s, const g4_layer *l, int r0, int T) {
+/* Rows of one chunk write distinct cells (T <= n_cells), so rows may run in parallel. */
+static void kv_store_row(g4_session *s, const void *arg, int t) {
+    const g4_layer *l = arg;
     const g4_kv_slot *kv = &s->kv[l->kv_slot];
     const int hd = l->head_dim, nkv = l->n_head_kv;
     const size_t kv_dim = (size_t)hd * (size_t)nkv, nc = (size_t)kv->n_cells, nr = (size_t)kv->n_rows;
     const float eps = s->m->cfg.rms_eps;
-    for (int t = r0; t < T; t++) {
-        const float *cs = s->rope_cs + (size_t)t * (size_t)s->head_dim_max;
-        const size_t c = (size_t)s->pos[t] % nc; /* full layers: n_cells = n_ctx > pos */
-        for (int g = 0; g < nkv; g++) {
-            float *k = s->Kcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
-            float *v = s->Vcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
-            forward_rms_norm(k, k, fvec(l->attn_k_norm), hd, eps);
-            rope_neox(k, cs, l->n_rot);
-            forward_rms_norm(v, v, NULL, hd, eps);
-            /* the cell, and its mirror on a ring */
-            for (size_t cc = c; cc < nr; cc += nc) {
-                store_row(s, kv->k + ((size_t)g * nr + cc) * kv->k_row_bytes, k, hd);
-                if (s->kv_type == G4_TYPE_Q8_0) {
-                    store_row(s, kv->v + ((size_t)g * nr + cc) * kv->k_row_bytes, v, hd);
-                } else if (s->kv_type == G4_TYPE_F16) {
-                    uint16_t *vt = (uint16_t *)(void *)kv->v + (size_t)g * (size_t)hd * nr + cc;
-                    for (int d = 0; d < hd; d++) vt[(size_t)d * nr] = g4_f32_to_f16(v[d]);
-                } else {
-                    float *vt = (float *)(void *)kv->v + (size_t)g * (size_t)hd * nr + cc;
-                    for (int d = 0; d < hd; d++) vt[(size_t)d * nr] = v[d];
-                }
+    const float *cs = s->rope_cs + (size_t)t * (size_t)s->head_dim_max;
+    const size_t c = (size_t)s->pos[t] % nc; /* full layers: n_cells = n_ctx > pos */
+    for (int g = 0; g < nkv; g++) {
+        float *k = s->Kcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
+        float *v = s->Vcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
+        forward_rms_norm(k, k, fvec(l->attn_k_norm), hd, eps);
+        rope_neox(k, cs, l->n_rot);
+        forward_rms_norm(v, v, NULL, hd, eps);
+        /* the cell, and its mirror on a ring */
+        for (size_t cc = c; cc < nr; cc += nc) {
+            store_row(s, kv->k + ((size_t)g * nr + cc) * kv->k_row_bytes, k, hd);
+            if (s->kv_type == G4_TYPE_Q8_0) {
+                store_row(s, kv->v + ((size_t)g * nr + cc) * kv->k_row_bytes, v, hd);
+            } else if (s->kv_type == G4_TYPE_F16) {
+                uint16_t *vt = (uint16_t *)(void *)kv->v + (size_t)g * (size_t)hd * nr + cc;
+                for (int d = 0; d < hd; d++) vt[(size_t)d * nr] = g4_f32_to_f16(v[d]);
+            } else {
+                float *vt = (float *)(void *)kv->v + (size_t)g * (size_t)hd * nr + cc;
+                for (int d = 0; d < hd; d++) vt[(size_t)d * nr] = v[d];
             }
         }
     }
+}
+
+void attn_kv_store(g4_session *s, const g4_layer *l, int r0, int T) {
+    G4_ASSERT(T - r0 <= s->kv[l->kv_slot].n_cells);
+    forward_rows(s, r0, T, kv_store_row, l);
 }
 
 /* ==== Attention ==== */

@@ -145,6 +145,28 @@ static void matmul(g4_session *s, const g4_tensor *w, const float *x, int n_tok,
     forward_matmul(s, w, x, n_tok, y, (size_t)w->ne[1], 0, w->ne[1], scale);
 }
 
+/* ==== Row-parallel helper ==== */
+
+typedef struct rows_ctx {
+    g4_session *s;
+    forward_row_fn fn;
+    const void *arg;
+    int r0;
+} rows_ctx;
+
+static void rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
+    (void)thread;
+    const rows_ctx *c = vctx;
+    for (int64_t i = i0; i < i1; i++) c->fn(c->s, c->arg, c->r0 + (int)i);
+}
+
+void forward_rows(g4_session *s, int r0, int T, forward_row_fn fn, const void *arg) {
+    if (r0 >= T) return;
+    rows_ctx c = { .s = s, .fn = fn, .arg = arg, .r0 = r0 };
+    const int64_t n = T - r0, per = 2 * (int64_t)s->n_threads;
+    pool_for(s->m->pool, n, (n + per - 1) / per, rows_task, &c);
+}
+
 /* ==== Embedding ==== */
 
 /* ref: gemma4.cpp graph: inpL = ggml_scale(get_rows(tok_embd, tokens), sqrtf(n_embd)),
@@ -162,22 +184,36 @@ static void embed(g4_session *s, const int32_t *tok, int T) {
 
 /* ==== Layer ==== */
 
-/* Rows [r0, T) of inpL: y = x + RMS(d, norm), d in place in `d` (stride n_embd).
- * ref: gemma4.cpp "attn_post_norm" + "attn_out", "ffn_post_norm" + residual. */
-static void add_post_norm(g4_session *s, float *d, const g4_tensor *norm, int r0, int T) {
+typedef struct norm_arg {
+    float *y;              /* [T][n_embd] */
+    const float *x;        /* [T][n_embd] (may be y) */
+    const float *w;        /* [n_embd] */
+    int add;               /* 1: inpL += RMS(x, w) (y unused) */
+} norm_arg;
+
+static void norm_row(g4_session *s, const void *varg, int t) {
+    const norm_arg *a = varg;
     const int64_t E = s->m->cfg.n_embd;
     const float eps = s->m->cfg.rms_eps;
-    for (int t = r0; t < T; t++) {
-        float *dt = d + (size_t)t * E, *xt = s->inpL + (size_t)t * E;
-        forward_rms_norm(dt, dt, fvec(norm), E, eps);
-        for (int64_t i = 0; i < E; i++) xt[i] = dt[i] + xt[i];
+    if (!a->add) {
+        forward_rms_norm(a->y + (size_t)t * E, a->x + (size_t)t * E, a->w, E, eps);
+        return;
     }
+    float *dt = a->y + (size_t)t * E, *xt = s->inpL + (size_t)t * E;
+    forward_rms_norm(dt, dt, a->w, E, eps);
+    for (int64_t i = 0; i < E; i++) xt[i] = dt[i] + xt[i];
+}
+
+/* Rows [r0, T) of inpL: inpL = inpL + RMS(d, norm), d normed in place (stride n_embd).
+ * ref: gemma4.cpp "attn_post_norm" + "attn_out", "ffn_post_norm" + residual. */
+static void add_post_norm(g4_session *s, float *d, const g4_tensor *norm, int r0, int T) {
+    norm_arg a = { .y = d, .x = d, .w = fvec(norm), .add = 1 };
+    forward_rows(s, r0, T, norm_row, &a);
 }
 
 static void norm_rows(g4_session *s, float *y, const float *x, const g4_tensor *w, int r0, int T) {
-    const int64_t E = s->m->cfg.n_embd;
-    for (int t = r0; t < T; t++)
-        forward_rms_norm(y + (size_t)t * E, x + (size_t)t * E, fvec(w), E, s->m->cfg.rms_eps);
+    norm_arg a = { .y = y, .x = x, .w = fvec(w), .add = 0 };
+    forward_rows(s, r0, T, norm_row, &a);
 }
 
 typedef struct geglu_ctx {

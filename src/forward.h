@@ -105,6 +105,10 @@ G4_INTERNAL void forward_chunk(g4_session *s, const int32_t *tok, int T, int n_o
 G4_INTERNAL void forward_matmul(g4_session *s, const g4_tensor *w, const float *x, int n_tok,
                                 float *y, size_t ldy, int64_t row0, int64_t row1, float scale);
 
+/* Runs fn(s, arg, t) for rows t in [r0, T), split over the pool (rows are independent). */
+typedef void (*forward_row_fn)(g4_session *s, const void *arg, int t);
+G4_INTERNAL void forward_rows(g4_session *s, int r0, int T, forward_row_fn fn, const void *arg);
+
 /* ggml_compute_forward_rms_norm_f32 (+ fused mul): squares in f32, sum in double. w may be
  * NULL (weightless norm). y may equal x. */
 G4_INTERNAL void forward_rms_norm(float *y, const float *x, const float *w, int64_t n, float eps);
