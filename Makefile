@@ -46,7 +46,7 @@ $(B)/obj/src/kern/kern_neon.o:   EXTRA = $(ISA_neon)
 # reference quantizers must not contract a*b+c into FMA (bit-exact with ggml's _ref)
 $(B)/obj/src/quant/%.o:          EXTRA = -ffp-contract=off
 
-.PHONY: all lib cli test asan ubsan tsan debug native fuzz bench bench-model bench-vs-llama demo install uninstall clean help \
+.PHONY: all lib cli test asan ubsan tsan debug native fuzz fuzz-tok bench bench-model bench-vs-llama demo install uninstall clean help \
         test-deps examples tools
 
 all: $(B)/g4 $(B)/libg4.a $(B)/libg4.so $(B)/g4-test $(B)/simple $(TOOLS)
@@ -130,6 +130,16 @@ fuzz:
 	$(B)/fuzz/fuzz_gguf -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 -max_len=131072 -timeout=10 \
 	    -artifact_prefix=tests/fuzz/corpus/ $(B)/fuzz/work $(B)/fuzz/seeds tests/fuzz/corpus
 
+# tokenizer, detokenizer and chat renderer on a synthetic vocabulary (crashers: tests/fuzz/corpus-tok)
+fuzz-tok:
+	$(MAKE) B=$(B)/fuzz CC=clang CFLAGS="-g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+	        LDFLAGS="$(FUZZ_SAN)" $(B)/fuzz/libg4.a
+	clang $(CSTD) -D_GNU_SOURCE -DG4_BUILD -Iinclude -Isrc -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) \
+	    -o $(B)/fuzz/fuzz_tok tests/fuzz/fuzz_tok.c $(B)/fuzz/libg4.a -lm -lpthread
+	@mkdir -p $(B)/fuzz/work-tok tests/fuzz/corpus-tok
+	$(B)/fuzz/fuzz_tok -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 -max_len=4096 -timeout=10 \
+	    -artifact_prefix=tests/fuzz/corpus-tok/ $(B)/fuzz/work-tok tests/fuzz/corpus-tok
+
 # ---- demo, bench -----------------------------------------------------------------------
 demo: all
 	@sh tools/demo.sh $(B)
@@ -175,6 +185,7 @@ help:
 	@echo "  asan ubsan tsan  sanitizer builds under build/asan etc. (make asan: build/asan/g4)"
 	@echo "  debug native   -O0 -DG4_DEBUG build; -march=native build (never the default)"
 	@echo "  fuzz           libFuzzer over the GGUF reader and model validation (FUZZ_TIME=60)"
+	@echo "  fuzz-tok       libFuzzer over the tokenizer, detokenizer and chat renderer"
 	@echo "  demo           write a tiny random Gemma 4 model and run it"
 	@echo "  bench          kernel benchmarks"
 	@echo "  bench-model    write a random E2B-shaped Q4_K_M model for timing (build/bench-e2b-q4_k_m.gguf)"
