@@ -19,7 +19,10 @@
 #     (top-10 overlap 9), KV F16 vs F32 4.4e-3 (overlap 8).
 # KV cache F32 on both sides unless the case says f16 (both sides F16).
 # Without tests/oracle/node_modules (make test-deps) it prints "skipped".
-# Env: B (build dir), G4 (g4 binary), KEEP=1 keeps the temp dir, VERBOSE=1 prints every result.
+# Env: B (build dir), G4 (g4 binary), KEEP=1 keeps the temp dir, VERBOSE=1 prints every result,
+# G4_ORACLE_E2B=1 adds a slow case (~5 min): E2B dimensions (E 1536, 8 heads, head dims
+# 256/512, window 512, FFN 6144/12288, P 256) with 10 layers, F16 weights, vocab 8192, and a
+# 600-token prompt, so the real window and the 512-dim proportional RoPE are exercised.
 B=${B:-build}
 G4=${G4:-$B/g4}
 MK=$B/g4-mkmodel
@@ -63,9 +66,11 @@ case_add() {
         bad "$name: g4-mkmodel $*: $(tail -n 1 "$tmp/$name.mk.log")"; return
     fi
     echo "$name $cls $kv $*" >>"$CASES"
-    echo "-m $tmp/$name.gguf --ids $PROMPT -n $N --kv $kv --fa off -t 1 --ids-out $tmp/$name.ref.ids" \
+    echo "-m $tmp/$name.gguf --ids $(prompt_of "$name") -n $N --kv $kv --fa off -t 1 --ids-out $tmp/$name.ref.ids" \
          "--logits-out $tmp/$name.ref.f32 --margins-out $tmp/$name.ref.mg" >>"$tmp/jobs"
 }
+
+prompt_of() { if [ -f "$tmp/$1.prompt" ]; then cat "$tmp/$1.prompt"; else echo "$PROMPT"; fi; }
 
 case_check() {
     name=$1 cls=$2 kv=$3
@@ -74,7 +79,7 @@ case_check() {
     if [ ! -s "$tmp/$name.ref.ids" ] || [ ! -s "$tmp/$name.ref.f32" ]; then
         bad "$name: llama.cpp gave no result (see $B/test-oracle_forward.err)"; return
     fi
-    if ! "$G4" run -m "$tmp/$name.gguf" -p "$PROMPT" --ids -n $N --temp 0 -t 1 --ubatch 16 --cache-type "$kv" \
+    if ! "$G4" run -m "$tmp/$name.gguf" -p "$(prompt_of "$name")" --ids -n $N --temp 0 -t 1 --ubatch 16 --cache-type "$kv" \
             --dump-logits "$tmp/$name.g4.f32" >"$tmp/$name.g4.ids" 2>"$tmp/$name.g4.err"; then
         bad "$name: g4 run failed: $(tail -n 1 "$tmp/$name.g4.err")"; return
     fi
@@ -123,6 +128,11 @@ case_add no_shared    F f32 --shared 0
 case_add no_scale     F f32 --no-layer-scale --softcap 0
 case_add kv_f16       F f16
 case_add kv_f16_q4_k  Q f16 --type q4_k --untied --kv-heads 2 $D256
+if [ -n "$G4_ORACLE_E2B" ]; then
+    awk 'BEGIN { s = 7; printf "2"; for (i = 1; i < 600; i++) { s = (s * 48271) % 2147483647;
+         printf ",%d", 16 + s % 8000 } print "" }' >"$tmp/e2b10.prompt"
+    case_add e2b10    F f32 --e2b --layers 10 --shared 5 --vocab 8192 --type f16
+fi
 
 node "$ORACLE" batch "$tmp/jobs" >&2 || echo "oracle_forward: some llama.cpp jobs failed" >&2
 while read -r line; do
