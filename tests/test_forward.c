@@ -278,6 +278,76 @@ static void check_errors(void) {
     tm_close(&t);
 }
 
+/* ==== Per-matmul .scale tensors ====
+ * A model with blk.i.<w>.scale = 2 (or 0.5) must give exactly the logits of the same model
+ * with <w>'s F32 weights multiplied by that power of two: (W x) * 2 == (2 W) x bit for bit. */
+
+static const struct { int layer; const char *w; float v; } SCALES[] = {
+    { 0, "attn_q", 2.0f }, { 0, "attn_k", 0.5f }, { 0, "attn_v", 2.0f }, { 0, "attn_output", 0.5f },
+    { 0, "ffn_gate", 2.0f }, { 0, "ffn_up", 0.5f }, { 0, "ffn_down", 2.0f },
+    { 7, "attn_q", 0.5f }, { 7, "attn_output", 2.0f }, { 7, "ffn_gate", 0.5f }, { 7, "ffn_down", 2.0f },
+};
+#define N_SCALES (sizeof SCALES / sizeof SCALES[0])
+
+static void add_scales(gguf_writer *w, void *ud) {
+    (void)ud;
+    static const int64_t ne[1] = { 1 };
+    char name[GGUF_MAX_NAME + 1];
+    for (size_t i = 0; i < N_SCALES; i++) {
+        snprintf(name, sizeof name, "blk.%d.%s.scale", SCALES[i].layer, SCALES[i].w);
+        gguf_w_tensor(w, name, G4_TYPE_F32, 1, ne, &SCALES[i].v);
+    }
+}
+
+static void check_scales(void) {
+    char err[512];
+    g4_testgen_opts oa = {0}, ob = {0};
+    oa.extra_tensors = add_scales;
+    void *ba, *bb;
+    size_t la, lb;
+    if (testgen_write_mem(&ba, &la, &oa, err, sizeof err) || testgen_write_mem(&bb, &lb, &ob, err, sizeof err)) {
+        T_CHECKF(0, "testgen: %s", err);
+        return;
+    }
+    /* model B: multiply the weights in place (the buffer is ours until the model is closed) */
+    gguf_file *f = NULL;
+    int ok = gguf_open_mem(&f, bb, lb, "b.gguf", NULL, err, sizeof err) == G4_OK;
+    T_CHECKF(ok, "parse: %s", err);
+    for (size_t i = 0; ok && i < N_SCALES; i++) {
+        char name[GGUF_MAX_NAME + 1];
+        snprintf(name, sizeof name, "blk.%d.%s.weight", SCALES[i].layer, SCALES[i].w);
+        const gguf_tensor *t = gguf_find_tensor(f, name);
+        T_CHECKF(t && t->type == G4_TYPE_F32, "%s", name);
+        if (!t || t->type != G4_TYPE_F32) { ok = 0; break; }
+        float *x = (float *)(void *)((uint8_t *)bb + (t->data - (const uint8_t *)bb));
+        for (uint64_t k = 0; k < t->nbytes / 4; k++) x[k] *= SCALES[i].v;
+    }
+    gguf_close(f);
+    tmodel a, b;
+    if (ok && tm_open_buf(&a, ba, la, 1, 1)) {
+        if (tm_open_buf(&b, bb, lb, 1, 1)) {
+            const g4_layer *l0 = &a.m->layers[0], *l7 = &a.m->layers[7];
+            T_CHECK(l0->scale_q == 2.0f && l0->scale_k == 0.5f && l0->scale_down == 2.0f && l7->scale_o == 2.0f);
+            T_CHECK(b.m->layers[0].scale_q == 1.0f);
+            const int32_t V = g4_model_n_vocab(a.m);
+            g4_session *sa = sess(a.m, 128, 16, G4_CACHE_F32, 0), *sb = sess(b.m, 128, 16, G4_CACHE_F32, 0);
+            float *la_ = malloc((size_t)V * sizeof(float) * 2), *lb_ = la_ + V;
+            int32_t ga[N_GEN], gb[N_GEN];
+            T_CHECK(sa && sb && run(sa, 0, N_GEN, la_, ga) && run(sb, 0, N_GEN, lb_, gb));
+            T_CHECKF(t_nmse(lb_, la_, (size_t)V) == 0, ".scale vs scaled weights: NMSE %.3g", t_nmse(lb_, la_, (size_t)V));
+            T_CHECK(!memcmp(ga, gb, sizeof ga));
+            free(la_);
+            g4_session_free(sa);
+            g4_session_free(sb);
+            tm_close(&b);
+        }
+        tm_close(&a);
+    } else {
+        free(ba);
+        free(bb);
+    }
+}
+
 T_GROUP(forward) {
     /* the GELU table is ggml's: spot values */
     {
@@ -290,6 +360,7 @@ T_GROUP(forward) {
         free(tab);
     }
     check_errors();
+    check_scales();
     struct { const char *name; g4_testgen_opts o; int full; } v[] = {
         { "default f32", {0}, 1 },
         { "no ple, no sharing", { .n_per_layer = -1, .n_shared = -1 }, 1 },
