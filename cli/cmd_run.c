@@ -5,7 +5,7 @@
  *
  * --ids is the test contract: the prompt is comma-separated token ids used exactly as given
  * (no BOS), the output is the generated ids, comma-separated on one stdout line, exactly n of
- * them (no stop on end-of-generation tokens, so runs line up with llama.cpp's), and
+ * them with -n n (no stop on end-of-generation tokens, so runs line up with llama.cpp's), and
  * --dump-logits writes the last prompt position's logits (after the soft-cap) as n_vocab
  * little-endian float32. Text mode tokenizes -p / -f with BOS (special tokens parsed) and
  * stops at an end-of-generation token.
@@ -28,7 +28,7 @@ static void usage(FILE *out) {
             "  -m, --model FILE       GGUF model\n"
             "  -p, --prompt TEXT      prompt text (with --ids: comma-separated token ids)\n"
             "  -f, --file FILE        read the prompt from FILE\n"
-            "  --ids                  prompt and output are token ids (no BOS added; exactly n ids out)\n"
+            "  --ids                  prompt and output are token ids (no BOS added; with -n N exactly N ids out)\n"
             "  -n, --n-predict N      tokens to generate (default -1: until end of generation or context full)\n"
             "  -c, --ctx-size N       context size (default min(model context, 4096))\n"
             "  --ubatch N             prompt chunk size (default 128)\n"
@@ -276,7 +276,8 @@ int cmd_run(int argc, char **argv) {
     char piece[1024];
     long n_gen = 0;
     double t2 = now_s();
-    int stop_eog = !o.ids && !o.ignore_eos, ctx_full = 0;
+    /* --ids with -n N: exactly N ids (parity runs); otherwise stop at end of generation */
+    int stop_eog = !o.ignore_eos && (!o.ids || o.n_predict < 0), ctx_full = 0;
     for (;;) {
         if (o.n_predict >= 0 && n_gen >= o.n_predict) break;
         if (g_interrupted) break;
