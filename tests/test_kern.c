@@ -128,8 +128,10 @@ static void matmuls(const g4_kern *ref, const g4_kern *k) {
         double worst = 0;
         for (int mode = 0; mode < 3; mode++) {
             /* K-quants: 3 super-blocks; 32-blocks: 7 blocks, or 24; float types: odd lengths;
-             * mode 2: quantized rows of ffn_down length (6144) */
-            const int64_t n_in = mode == 2 ? 6144 : tr->blck == 256 ? 768 : tr->blck == 32 ? (mode ? 768 : 224) : (mode ? 768 : 37);
+             * mode 2: quantized rows of ffn_down length (6144); 32-blocks: 289 blocks, past the
+             * x86 drivers' 256-block activation-scale segments, with an odd last segment */
+            const int64_t n_in = mode == 2 ? (tr->blck == 32 ? 32 * 289 : 6144)
+                               : tr->blck == 256 ? 768 : tr->blck == 32 ? (mode ? 768 : 224) : (mode ? 768 : 37);
             const int64_t n_out = 13;
             const size_t wrb = quant_row_bytes(type, n_in), xrb = kern_act_row_bytes(dt, n_in);
             uint8_t *w = malloc(wrb * (size_t)n_out);

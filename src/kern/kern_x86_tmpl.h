@@ -115,9 +115,12 @@ DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16)
 
 /* 32-element blocks with Q8_0 activations: signed codes s (32 x i8) via the sign trick,
  * |s| x sign(a, s) as u8 x s8 (|s| <= 128 so pairs stay below 2^15). */
+/* da: the activation block scales of this row segment as f32, da[t*KDA_MAX + i] (filled
+ * once per token group by the matmul driver instead of one f16 conversion per row). */
+#define KDA_MAX 256
 #define DEF_DOT_B32(tname, wbytes, DECODE)                                                         \
     KINLINE void dot_##tname(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,      \
-                             int64_t n, const int T, float *restrict out) {                          \
+                             int64_t n, const int T, float *restrict out, const float *restrict da) { \
         __m256 acc[KMAXT][2]; /* two chains per token: even and odd blocks */                        \
         KUNROLL \
         for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();                     \
@@ -125,14 +128,14 @@ DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16)
         for (int64_t i = 0; i < nb; i++, w += wbytes) {                                               \
             const __m256i s = DECODE(w);                                                              \
             const __m256i us = _mm256_sign_epi8(s, s);                                                \
-            const float dw = h2f(w);                                                                  \
+            const __m256 dw = _mm256_set1_ps(h2f(w));                                                 \
             KUNROLL \
             for (int t = 0; t < T; t++) {                                                             \
                 const uint8_t *a = x + t * xrb + i * 34;                                              \
                 __m256i p = _mm256_setzero_si256();                                                   \
                 KX_DOT_U8S8(p, us, _mm256_sign_epi8(ld256(a + 2), s));                                \
-                acc[t][i & 1] = _mm256_fmadd_ps(_mm256_set1_ps(dw * h2f(a)), _mm256_cvtepi32_ps(p),   \
-                                                acc[t][i & 1]);                                       \
+                const __m256 d = _mm256_mul_ps(dw, _mm256_broadcast_ss(da + t * KDA_MAX + i));        \
+                acc[t][i & 1] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[t][i & 1]);             \
             }                                                                                         \
         }                                                                                             \
         KUNROLL \
@@ -592,7 +595,7 @@ KINLINE float zhsum_ps(__m512 v) {
 }
 
 KINLINE void dot_b32_zmm(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
-                         const int T, float *restrict out, const int q4) {
+                         const int T, float *restrict out, const float *restrict da, const int q4) {
     const size_t wb = q4 ? 18 : 34;
     const __m512i m4 = _mm512_set1_epi8(0x0f), flip = _mm512_set1_epi8((char)0x80);
     const __m512i offv = _mm512_set1_epi8(q4 ? 8 : (char)0x80); /* as u8: 8 or 128 */
@@ -613,31 +616,31 @@ KINLINE void dot_b32_zmm(const uint8_t *restrict w, const uint8_t *restrict x, s
             u = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(ld256(b0 + 2)), ld256(b1 + 2), 1), flip);
         }
         const int dpair = (int)((uint32_t)quant_rd16(b0) | (uint32_t)quant_rd16(b1) << 16);
+        const __m128 dwp = _mm_cvtph_ps(_mm_cvtsi32_si128(dpair));                /* dw0 dw1 0 0 */
         KUNROLL
         for (int t = 0; t < T; t++) {
             const uint8_t *a0 = x + t * xrb + i * 34, *a1 = a0 + 34;
             const __m512i av = _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a0 + 2)), ld256(a1 + 2), 1);
             const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, av);
             const __m512i o = _mm512_dpbusd_epi32(_mm512_setzero_si512(), offv, av);
-            const int apair = (int)((uint32_t)quant_rd16(a0) | (uint32_t)quant_rd16(a1) << 16);
-            const __m128 h = _mm_cvtph_ps(_mm_setr_epi32(dpair, apair, 0, 0)); /* dw0 dw1 da0 da1 */
-            const __m128 sc = _mm_mul_ps(h, _mm_movehl_ps(h, h));                 /* s0 s1 . . */
+            const __m128 dap = _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(const void *)(da + t * KDA_MAX + i)));
+            const __m128 sc = _mm_mul_ps(dwp, dap);                              /* s0 s1 0 0 */
             const __m512 scv = _mm512_permutexvar_ps(pair, _mm512_castps128_ps512(sc));
             acc[t][(i >> 1) & 1] = _mm512_fmadd_ps(scv, _mm512_cvtepi32_ps(_mm512_sub_epi32(p, o)), acc[t][(i >> 1) & 1]);
         }
     }
     float tail[KMAXT] = { 0 };
     if (i < nb) {
-        if (q4) dot_q4_0_y(w + (size_t)i * wb, x + i * 34, xrb, 32, T, tail);
-        else dot_q8_0_y(w + (size_t)i * wb, x + i * 34, xrb, 32, T, tail);
+        if (q4) dot_q4_0_y(w + (size_t)i * wb, x + i * 34, xrb, 32, T, tail, da + i);
+        else dot_q8_0_y(w + (size_t)i * wb, x + i * 34, xrb, 32, T, tail, da + i);
     }
     KUNROLL
     for (int t = 0; t < T; t++) out[t] = zhsum_ps(_mm512_add_ps(acc[t][0], acc[t][1])) + tail[t];
 }
 KINLINE void dot_q8_0(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
-                      const int T, float *restrict out) { dot_b32_zmm(w, x, xrb, n, T, out, 0); }
+                      const int T, float *restrict out, const float *restrict da) { dot_b32_zmm(w, x, xrb, n, T, out, da, 0); }
 KINLINE void dot_q4_0(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
-                      const int T, float *restrict out) { dot_b32_zmm(w, x, xrb, n, T, out, 1); }
+                      const int T, float *restrict out, const float *restrict da) { dot_b32_zmm(w, x, xrb, n, T, out, da, 1); }
 
 KINLINE void dot_q4_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
                       const int T, float *restrict out) { dot_q45_K_zmm(w, x, xrb, n, T, out, 0); }
@@ -680,13 +683,49 @@ KINLINE void dot_q6_K(const uint8_t *restrict w, const uint8_t *restrict x, size
             }                                                                                          \
         }                                                                                              \
     }
+/* Driver for the Q8_0-activation 32-element formats: per row tile, token group and segment
+ * of <= KDA_MAX blocks, the activation scales are converted to f32 once (da, [4][KDA_MAX]
+ * on the stack); rows longer than KDA_MAX blocks are summed over segments. */
+#define DEF_MM_B32(tname, wbytes)                                                                     \
+    static void mm_##tname(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, \
+                           const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0,    \
+                           int64_t row1, int n_tok) {                                                   \
+        const uint8_t *x = xq;                                                                         \
+        float o[KMAXT], da[KMAXT * KDA_MAX];                                                           \
+        const int64_t nb = n_in / 32;                                                                  \
+        for (int64_t rt = row0; rt < row1; rt += KROWS) {                                              \
+            const int64_t rt1 = rt + KROWS < row1 ? rt + KROWS : row1;                                 \
+            for (int t = 0; t < n_tok; t += 4) {                                                       \
+                const int nt = n_tok - t < 4 ? n_tok - t : 4;                                          \
+                for (int64_t s0 = 0; s0 < nb; s0 += KDA_MAX) {                                         \
+                    const int64_t sn = nb - s0 < KDA_MAX ? nb - s0 : KDA_MAX;                          \
+                    const uint8_t *xt = x + (size_t)t * xq_row_bytes + (size_t)s0 * 34;                \
+                    for (int k = 0; k < nt; k++)                                                       \
+                        for (int64_t b = 0; b < sn; b++) da[k * KDA_MAX + b] = h2f(xt + k * xq_row_bytes + b * 34); \
+                    for (int64_t r = rt; r < rt1; r++) {                                               \
+                        const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * wbytes;         \
+                        switch (nt) {                                                                  \
+                        case 4: dot_##tname(wr, xt, xq_row_bytes, sn * 32, 4, o, da); break;           \
+                        case 3: dot_##tname(wr, xt, xq_row_bytes, sn * 32, 3, o, da); break;           \
+                        case 2: dot_##tname(wr, xt, xq_row_bytes, sn * 32, 2, o, da); break;           \
+                        default: dot_##tname(wr, xt, xq_row_bytes, sn * 32, 1, o, da); break;          \
+                        }                                                                              \
+                        for (int k = 0; k < nt; k++) {                                                 \
+                            float *yy = &y[(size_t)(t + k) * ldy + (size_t)r];                         \
+                            *yy = s0 ? *yy + o[k] : o[k];                                              \
+                        }                                                                              \
+                    }                                                                                  \
+                }                                                                                      \
+            }                                                                                          \
+        }                                                                                              \
+    }
 DEF_MM(f32)
 DEF_MM(f16)
 DEF_MM(bf16)
-DEF_MM(q8_0)
-DEF_MM(q4_0)
-DEF_MM(q5_0)
-DEF_MM(iq4_nl)
+DEF_MM_B32(q8_0, 34)
+DEF_MM_B32(q4_0, 18)
+DEF_MM_B32(q5_0, 22)
+DEF_MM_B32(iq4_nl, 18)
 DEF_MM(q4_K)
 DEF_MM(q5_K)
 DEF_MM(q6_K)
