@@ -1,6 +1,6 @@
 #!/bin/sh
 # perplexity.sh - `g4 perplexity` on a tiny random model and Jane Austen's novels (Debian's
-# r-cran-janeaustenr, extracted by scripts/austen.py; cached under $B/austen/): llama-perplexity's
+# r-cran-janeaustenr, extracted by scripts/austen.py; cached under build/austen/): llama-perplexity's
 # output format, deterministic results (same run twice, 1 vs 2 threads), the same perplexity as
 # llama.cpp's (tests/oracle/ppl_llama.mjs, when tests/oracle/node_modules exists), and the KL-divergence
 # mode: a model against itself gives KLD 0, 100 % top-1 agreement and infinite SQNR; the F32
@@ -19,7 +19,7 @@ if [ ! -x "$G4" ] || [ ! -x "$MK" ]; then echo "perplexity: $G4 or $MK missing (
 
 # ---- the corpus (cached; sha256 from shared/docs/test-data.md §4) ----
 SHA=65b434d16a8755142bfa95ba19c5f9abd0d30cf3dffe3b6793e834f9f56dcc96
-A=$B/austen
+A=${G4_CORPUS_DIR:-build/austen}   # shared by the normal and sanitizer runs
 sha_ok() { [ -f "$A/austen.txt" ] && [ "$(sha256sum "$A/austen.txt" 2>/dev/null | cut -d' ' -f1)" = "$SHA" ]; }
 if ! sha_ok; then
     mkdir -p "$A"
