@@ -55,6 +55,7 @@ struct g4_pool {
     _Atomic uint64_t posted;        /* generation workers wait for */
     _Atomic int64_t  done;          /* items completed in the current job */
     _Atomic int      stop;
+    pthread_mutex_t  call_mu;       /* one pool_for at a time: sessions of one model share the pool */
     pthread_mutex_t  mu;
     pthread_cond_t   wake;          /* workers: new job or stop */
     pthread_cond_t   finished;      /* caller: done == n */
@@ -149,6 +150,7 @@ g4_status pool_create(g4_pool **out, int n_threads, const g4_allocator *al) {
     p->threads = g4_calloc(al, (size_t)n_threads, sizeof *p->threads + sizeof(worker_arg));
     if (!p->threads) { g4_free(al, p, sizeof *p); return G4_ERR_NOMEM; }
     worker_arg *args = (worker_arg *)(void *)(p->threads + n_threads);
+    pthread_mutex_init(&p->call_mu, NULL);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->finished, NULL);
@@ -175,6 +177,7 @@ void pool_free(g4_pool *p) {
         for (int i = 0; i < p->n_started; i++) pthread_join(p->threads[i], NULL);
         pthread_cond_destroy(&p->wake);
         pthread_cond_destroy(&p->finished);
+        pthread_mutex_destroy(&p->call_mu);
         pthread_mutex_destroy(&p->mu);
         g4_free(&p->al, p->threads, (size_t)p->n_threads * (sizeof *p->threads + sizeof(worker_arg)));
     }
@@ -184,6 +187,24 @@ void pool_free(g4_pool *p) {
 
 int pool_n_threads(const g4_pool *p) { return p ? p->n_threads : 1; }
 
+/* Spins briefly (a descheduled partner usually finishes soon), then sleeps until done == n. */
+static void wait_done(g4_pool *p, int64_t n) {
+    if (atomic_load_explicit(&p->done, memory_order_acquire) == n) return;
+    const uint64_t t0 = now_ns();
+    for (unsigned it = 1; atomic_load_explicit(&p->done, memory_order_acquire) != n; it++) {
+        if ((it & 63) == 0) {
+            if (now_ns() - t0 > SPIN_NS) break;
+            sched_yield();
+        } else {
+            cpu_relax();
+        }
+    }
+    if (atomic_load_explicit(&p->done, memory_order_acquire) == n) return;
+    pthread_mutex_lock(&p->mu);
+    while (atomic_load_explicit(&p->done, memory_order_acquire) != n) pthread_cond_wait(&p->finished, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
 void pool_for(g4_pool *p, int64_t n, int64_t chunk, g4_task_fn fn, void *ctx) {
     if (n <= 0) return;
     if (chunk < 1) chunk = 1;
@@ -191,6 +212,7 @@ void pool_for(g4_pool *p, int64_t n, int64_t chunk, g4_task_fn fn, void *ctx) {
         fn(ctx, 0, n, 0);
         return;
     }
+    pthread_mutex_lock(&p->call_mu);
     p->gen = (p->gen + 1) & 0xffffffu;
     struct pool_job *j = &p->job[p->gen & 1];
     j->fn = fn;
@@ -206,19 +228,6 @@ void pool_for(g4_pool *p, int64_t n, int64_t chunk, g4_task_fn fn, void *ctx) {
     pthread_mutex_unlock(&p->mu);
 
     run_chunks(p, p->gen, 0);
-
-    if (atomic_load_explicit(&p->done, memory_order_acquire) == n) return;
-    const uint64_t t0 = now_ns();
-    for (unsigned it = 1; atomic_load_explicit(&p->done, memory_order_acquire) != n; it++) {
-        if ((it & 63) == 0) {
-            if (now_ns() - t0 > SPIN_NS) break;
-            sched_yield();
-        } else {
-            cpu_relax();
-        }
-    }
-    if (atomic_load_explicit(&p->done, memory_order_acquire) == n) return;
-    pthread_mutex_lock(&p->mu);
-    while (atomic_load_explicit(&p->done, memory_order_acquire) != n) pthread_cond_wait(&p->finished, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    wait_done(p, n);
+    pthread_mutex_unlock(&p->call_mu);
 }

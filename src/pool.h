@@ -18,7 +18,8 @@ g4_status pool_create(g4_pool **out, int n_threads, const g4_allocator *al);
 void      pool_free(g4_pool *p);   /* NULL-safe; joins the threads */
 int       pool_n_threads(const g4_pool *p); /* 1 for NULL */
 /* Runs fn over [0, n) in chunks of `chunk` items; returns when all are done. p NULL or
- * n <= chunk: runs inline on the caller. Calls must not nest. */
+ * n <= chunk: runs inline on the caller. Calls must not nest; calls from several threads (sessions
+ * sharing a model) are serialized, one whole pool_for at a time. */
 void      pool_for(g4_pool *p, int64_t n, int64_t chunk, g4_task_fn fn, void *ctx);
 
 #endif

@@ -46,7 +46,7 @@ static inline double t_nmse(const float *ref, const float *out, size_t n) {
         num += d * d;
         den += (double)ref[i] * (double)ref[i];
     }
-    if (den == 0) return num == 0 ? 0 : INFINITY;
+    if (den == 0) return num == 0 ? 0 : (double)INFINITY;
     return num / den;
 }
 
