@@ -213,6 +213,25 @@ KINLINE void kq_scales(const uint8_t *sc12, uint8_t out[16]) {
     memcpy(out, u, 16); /* out[0..7] scales, out[8..15] mins */
 }
 
+/* kq_scales in one xmm (no scalar unpacking, no trip through memory): bytes 0..7 scales,
+ * 8..15 mins, from the 12 scale bytes at p (16 bytes are read: the block continues). */
+KINLINE __m128i kq_scales_v(const uint8_t *p) {
+    const __m128i v = ld128(p);
+    const __m128i a = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m128i b = _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    const __m128i lo = _mm_and_si128(a, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
+    const __m128i m47 = _mm_and_si128(_mm_srli_epi16(a, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
+    const __m128i hi = _mm_srli_epi16(_mm_and_si128(b, _mm_set1_epi8((char)0xc0)), 2);
+    return _mm_or_si128(_mm_or_si128(lo, m47), hi);
+}
+/* i16 scale broadcasts for sub-block j from [s0..s7 | s0..s7] (i16): bytes 2j, 2j+1 */
+static const uint8_t K4_SEL[8][32] = {
+#define S1(a) a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1
+    { S1(0), S1(0) }, { S1(2), S1(2) }, { S1(4), S1(4) }, { S1(6), S1(6) },
+    { S1(8), S1(8) }, { S1(10), S1(10) }, { S1(12), S1(12) }, { S1(14), S1(14) },
+#undef S1
+};
+
 KINLINE void dot_q45_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,
                        int64_t n, const int T, float *restrict out, const int q5) {
     const size_t wb = q5 ? 176 : 144;
@@ -224,11 +243,12 @@ KINLINE void dot_q45_K(const uint8_t *restrict w, const uint8_t *restrict x, siz
     const int64_t nb = n / 256;
     for (int64_t i = 0; i < nb; i++, w += wb) {
         KPREFETCH(w, wb);
-        uint8_t sm[16];
-        kq_scales(w + 4, sm);
+        const __m128i sm = kq_scales_v(w + 4);
         const float dw = h2f(w), dmw = h2f(w + 2);
+        /* scales s0..s7 as i16 in both 128-bit lanes */
+        const __m256i sdup = _mm256_cvtepu8_epi16(_mm_unpacklo_epi64(sm, sm));
         /* mins, each twice, as i16: lane 2j and 2j+1 = m[j] (for vpmaddwd with bsums) */
-        const __m256i mins = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(ld128(sm), dup));
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, dup));
         const uint8_t *qs = w + (q5 ? 48 : 16);
         __m256i qh = _mm256_setzero_si256();
         if (q5) qh = ld256(w + 16);
@@ -244,7 +264,8 @@ KINLINE void dot_q45_K(const uint8_t *restrict w, const uint8_t *restrict x, siz
                 hi = _mm256_add_epi8(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 1), one), 4));
                 qh = _mm256_srli_epi16(qh, 2);
             }
-            const __m256i s_lo = _mm256_set1_epi16(sm[2 * k]), s_hi = _mm256_set1_epi16(sm[2 * k + 1]);
+            const __m256i s_lo = _mm256_shuffle_epi8(sdup, ld256(K4_SEL[2 * k]));
+            const __m256i s_hi = _mm256_shuffle_epi8(sdup, ld256(K4_SEL[2 * k + 1]));
             KUNROLL
             for (int t = 0; t < T; t++) {
                 const uint8_t *a = x + t * xrb + i * 292 + 4 + 64 * k;
