@@ -304,7 +304,7 @@ static const uint8_t Q6_SEL[4][32] = {
  * vpmaddwd, minus 32 * sum_g scale[g]*bsums[g]. Chunk j (32 elements, groups 2j, 2j+1). */
 KINLINE void dot_q6_K_ymm(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
                           const int T, float *restrict out) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
     __m256 acc[KMAXT];
     KUNROLL
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
@@ -323,14 +323,13 @@ KINLINE void dot_q6_K_ymm(const uint8_t *restrict w, const uint8_t *restrict x, 
         for (int c = 0; c < 2; c++) {
             const uint8_t *ql = w + 64 * c, *qhp = w + 128 + 32 * c;
             const __m256i l0 = ld256(ql), l1 = ld256(ql + 32), h = ld256(qhp);
+            /* high bit pairs moved straight to bits 4-5 of each byte (one shift each, none
+             * for pair 2): vector shifts are the scarce port on Zen 1, as multiplies are */
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m2), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m2), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m2), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m2), 4));
+            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
+            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m30));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
             KUNROLL
             for (int tq = 0; tq < 4; tq++) {
                 const int j = 4 * c + tq; /* chunk: groups 2j, 2j+1 */
