@@ -25,4 +25,23 @@ void cli_log(void *ud, int level, const char *msg);
 /* reads a whole file (for -f) into a malloc'ed buffer; NULL + message on error */
 char *cli_read_file(const char *path, size_t *len);
 
+/* Sampling flags shared by run and chat (-s --temp --top-k --top-p --min-p --repeat-penalty
+ * --repeat-last-n); have_* = given on the command line. */
+typedef struct cli_samp {
+    int                have_seed, have_temp, have_top_k, have_top_p, have_min_p, have_rp, have_rln;
+    unsigned long long seed;
+    long               top_k, repeat_last_n;
+    double             temp, top_p, min_p, repeat_penalty;
+} cli_samp;
+/* Parses the sampling flag at argv[*i] (its value at argv[*i + 1], *i advanced past it).
+ * rp_min / rln_max: the command's bounds for --repeat-penalty / --repeat-last-n.
+ * Returns 1 consumed, 0 not a sampling flag, -1 usage error (message printed as "g4 CMD: ..."). */
+int cli_samp_arg(cli_samp *s, const char *cmd, int argc, char **argv, int *i, double rp_min, long rln_max);
+/* g4_sampler_defaults(m), then the given flags; the seed is time-based when not given, and
+ * printed on stderr when verbose or when it is random and sampling is not greedy. */
+struct g4_sampler_params;
+struct g4_model;
+void cli_samp_params(const cli_samp *s, const struct g4_model *m, const char *cmd, int verbose,
+                     struct g4_sampler_params *sp);
+
 #endif

@@ -45,11 +45,9 @@ static void on_sigint(int sig) { (void)sig; g_chat_interrupted = 1; }
 
 typedef struct chat_opts {
     const char *model, *system, *prompt;
-    int think, verbose, have_seed;
-    long n_predict, n_ctx, threads, top_k, repeat_last_n;
-    unsigned long long seed;
-    double temp, top_p, min_p, repeat_penalty;
-    int have_temp, have_top_k, have_top_p, have_min_p, have_rp, have_rln;
+    int think, verbose;
+    long n_predict, n_ctx, threads;
+    cli_samp samp;
 } chat_opts;
 
 static int parse_args(int argc, char **argv, chat_opts *o) {
@@ -58,6 +56,7 @@ static int parse_args(int argc, char **argv, chat_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int r;
 #define NEED() do { if (!v) { fprintf(stderr, "g4 chat: %s needs a value\n", a); return 0; } i++; } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEED(); o->model = v; }
@@ -68,20 +67,7 @@ static int parse_args(int argc, char **argv, chat_opts *o) {
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { NEED(); if (!cli_int(a, v, -1, INT32_MAX, &o->n_predict)) return 0; }
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { NEED(); if (!cli_int(a, v, 0, INT32_MAX, &o->n_ctx)) return 0; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { NEED(); if (!cli_int(a, v, 0, 512, &o->threads)) return 0; }
-        else if (!strcmp(a, "-s") || !strcmp(a, "--seed")) {
-            NEED();
-            char *end;
-            errno = 0;
-            o->seed = strtoull(v, &end, 10);
-            if (!*v || *end || errno || *v == '-') { fprintf(stderr, "g4 chat: %s expects a non-negative integer, got '%s'\n", a, v); return 0; }
-            o->have_seed = 1;
-        }
-        else if (!strcmp(a, "--temp")) { NEED(); if (!cli_float(a, v, 0, 1e6, &o->temp)) return 0; o->have_temp = 1; }
-        else if (!strcmp(a, "--top-k")) { NEED(); if (!cli_int(a, v, 0, INT32_MAX, &o->top_k)) return 0; o->have_top_k = 1; }
-        else if (!strcmp(a, "--top-p")) { NEED(); if (!cli_float(a, v, 0, 1, &o->top_p)) return 0; o->have_top_p = 1; }
-        else if (!strcmp(a, "--min-p")) { NEED(); if (!cli_float(a, v, 0, 1, &o->min_p)) return 0; o->have_min_p = 1; }
-        else if (!strcmp(a, "--repeat-penalty")) { NEED(); if (!cli_float(a, v, 1e-6, 1e6, &o->repeat_penalty)) return 0; o->have_rp = 1; }
-        else if (!strcmp(a, "--repeat-last-n")) { NEED(); if (!cli_int(a, v, 0, 1 << 20, &o->repeat_last_n)) return 0; o->have_rln = 1; }
+        else if ((r = cli_samp_arg(&o->samp, "chat", argc, argv, &i, 1e-6, 1 << 20)) != 0) { if (r < 0) return 0; }
         else { fprintf(stderr, "g4 chat: unknown option '%s'\n", a); return 0; }
 #undef NEED
     }
@@ -153,15 +139,7 @@ int cmd_chat(int argc, char **argv) {
     st = g4_session_create(&s, m, &so, err, sizeof err);
     if (st != G4_OK) { fprintf(stderr, "g4 chat: %s\n", err); goto done; }
     g4_sampler_params sp;
-    g4_sampler_defaults(m, &sp);
-    if (o.have_temp) sp.temp = (float)o.temp;
-    if (o.have_top_k) sp.top_k = (int32_t)o.top_k;
-    if (o.have_top_p) sp.top_p = (float)o.top_p;
-    if (o.have_min_p) sp.min_p = (float)o.min_p;
-    if (o.have_rp) sp.repeat_penalty = (float)o.repeat_penalty;
-    if (o.have_rln) sp.repeat_last_n = (int32_t)o.repeat_last_n;
-    sp.seed = o.have_seed ? (uint64_t)o.seed : (uint64_t)time(NULL);
-    if (o.verbose || (!o.have_seed && sp.temp > 0)) fprintf(stderr, "g4 chat: seed %llu\n", (unsigned long long)sp.seed);
+    cli_samp_params(&o.samp, m, "chat", o.verbose, &sp);
     st = g4_sampler_create(&smp, m, &sp, err, sizeof err);
     if (st != G4_OK) { fprintf(stderr, "g4 chat: %s\n", err); goto done; }
 

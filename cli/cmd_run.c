@@ -105,11 +105,9 @@ static int write_logits(const char *path, const float *logits, int32_t n) {
 
 typedef struct run_opts {
     const char *model, *prompt, *file, *dump, *cache;
-    int ids, verbose, ignore_eos, have_seed;
-    long n_predict, n_ctx, n_ubatch, threads, top_k, repeat_last_n;
-    unsigned long long seed;
-    double temp, top_p, min_p, repeat_penalty;
-    int have_temp, have_top_k, have_top_p, have_min_p, have_rp, have_rln;
+    int ids, verbose, ignore_eos;
+    long n_predict, n_ctx, n_ubatch, threads;
+    cli_samp samp;
 } run_opts;
 
 /* 1 ok, 0 usage error (message printed), -1 help printed */
@@ -119,6 +117,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int r;
 #define NEED() do { if (!v) { fprintf(stderr, "g4 run: %s needs a value\n", a); return 0; } i++; } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEED(); o->model = v; }
@@ -133,20 +132,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { NEED(); if (!cli_int(a, v, 0, INT32_MAX, &o->n_ctx)) return 0; }
         else if (!strcmp(a, "--ubatch") || !strcmp(a, "-ub")) { NEED(); if (!cli_int(a, v, 1, 1 << 20, &o->n_ubatch)) return 0; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { NEED(); if (!cli_int(a, v, 0, 512, &o->threads)) return 0; }
-        else if (!strcmp(a, "-s") || !strcmp(a, "--seed")) {
-            NEED();
-            char *end;
-            errno = 0;
-            o->seed = strtoull(v, &end, 10);
-            if (!*v || *end || errno || *v == '-') { fprintf(stderr, "g4 run: %s expects a non-negative integer, got '%s'\n", a, v); return 0; }
-            o->have_seed = 1;
-        }
-        else if (!strcmp(a, "--temp")) { NEED(); if (!cli_float(a, v, 0, 1e6, &o->temp)) return 0; o->have_temp = 1; }
-        else if (!strcmp(a, "--top-k")) { NEED(); if (!cli_int(a, v, 0, INT32_MAX, &o->top_k)) return 0; o->have_top_k = 1; }
-        else if (!strcmp(a, "--top-p")) { NEED(); if (!cli_float(a, v, 0, 1, &o->top_p)) return 0; o->have_top_p = 1; }
-        else if (!strcmp(a, "--min-p")) { NEED(); if (!cli_float(a, v, 0, 1, &o->min_p)) return 0; o->have_min_p = 1; }
-        else if (!strcmp(a, "--repeat-penalty")) { NEED(); if (!cli_float(a, v, 0, 1e6, &o->repeat_penalty)) return 0; o->have_rp = 1; }
-        else if (!strcmp(a, "--repeat-last-n")) { NEED(); if (!cli_int(a, v, 0, INT32_MAX, &o->repeat_last_n)) return 0; o->have_rln = 1; }
+        else if ((r = cli_samp_arg(&o->samp, "run", argc, argv, &i, 0, INT32_MAX)) != 0) { if (r < 0) return 0; }
         else { fprintf(stderr, "g4 run: unknown option '%s'\n", a); return 0; }
 #undef NEED
     }
@@ -247,16 +233,7 @@ int cmd_run(int argc, char **argv) {
 
     /* sampler */
     g4_sampler_params sp;
-    g4_sampler_defaults(m, &sp);
-    if (o.have_temp) sp.temp = (float)o.temp;
-    if (o.have_top_k) sp.top_k = (int32_t)o.top_k;
-    if (o.have_top_p) sp.top_p = (float)o.top_p;
-    if (o.have_min_p) sp.min_p = (float)o.min_p;
-    if (o.have_rp) sp.repeat_penalty = (float)o.repeat_penalty;
-    if (o.have_rln) sp.repeat_last_n = (int32_t)o.repeat_last_n;
-    sp.seed = o.have_seed ? (uint64_t)o.seed : (uint64_t)time(NULL);
-    if (o.verbose || (!o.have_seed && sp.temp > 0))
-        fprintf(stderr, "g4 run: seed %llu\n", (unsigned long long)sp.seed);
+    cli_samp_params(&o.samp, m, "run", o.verbose, &sp);
     st = g4_sampler_create(&smp, m, &sp, err, sizeof err);
     if (st != G4_OK) { fprintf(stderr, "g4 run: %s\n", err); goto done; }
 
