@@ -35,13 +35,10 @@ static inline const float *fvec(const g4_tensor *t) { return (const float *)(con
  * freq_scale 1, ext_factor 0, mscale 1: theta_scale = powf(base, -2/n_dims); the angle is
  * built cumulatively in f32 (theta_0 = pos, theta_{j+1} = theta_j * theta_scale) and divided
  * by the frequency factor (rope_freqs on full layers) before cosf/sinf. */
-static void rope_row(g4_session *s, const void *arg, int t) {
-    const g4_layer *l = arg;
-    const float theta_scale = powf(l->rope_base, -2.0f / (float)l->n_rot);
-    const float *ff = l->swa ? NULL : s->m->rope_freqs;
-    float *cs = s->rope_cs + (size_t)t * (size_t)s->head_dim_max; /* [n_rot/2] (cos, sin) */
-    float theta = (float)s->pos[t];
-    for (int i0 = 0; i0 < l->n_rot; i0 += 2) {
+void attn_rope_cs(float *cs, int64_t pos, const float *ff, float base, int n_rot) {
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    float theta = (float)pos;
+    for (int i0 = 0; i0 < n_rot; i0 += 2) {
         const float th = ff ? theta / ff[i0 / 2] : theta;
         cs[i0 + 0] = cosf(th);
         cs[i0 + 1] = sinf(th);
@@ -49,19 +46,28 @@ static void rope_row(g4_session *s, const void *arg, int t) {
     }
 }
 
+static void rope_row(g4_session *s, const void *arg, int t) {
+    const g4_layer *l = arg;
+    float *cs = s->rope_cs + (size_t)t * (size_t)s->head_dim_max; /* [n_rot/2] (cos, sin) */
+    attn_rope_cs(cs, s->pos[t], l->swa ? NULL : s->m->rope_freqs, l->rope_base, l->n_rot);
+}
+
 void attn_rope_cache(g4_session *s, const g4_layer *l, int r0, int T) {
     forward_rows(s, r0, T, rope_row, l);
 }
 
 /* NEOX (rotate-half): pair j with j + n_rot/2; dims >= n_rot pass through.
- * ref: ops.cpp rotate_pairs(n_dims, n_dims/2, ...) */
-static void rope_neox(float *x, const float *cs, int n_rot) {
+ * ref: ops.cpp rotate_pairs(n_dims, n_dims/2, ...): x0*cos - x1*sin and x0*sin + x1*cos,
+ * which llama.cpp's FMA builds (haswell and up, NEON) compile into one fused multiply-add
+ * each, the second product rounded first; fmaf reproduces that on every ISA (g4-ggml-ops). */
+void attn_rope_neox(float *x, const float *cs, int n_rot) {
     const int half = n_rot / 2;
     for (int j = 0; j < half; j++) {
         const float c = cs[2 * j], sn = cs[2 * j + 1];
         const float x0 = x[j], x1 = x[j + half];
-        x[j]        = x0 * c - x1 * sn;
-        x[j + half] = x0 * sn + x1 * c;
+        const float x1s = x1 * sn, x1c = x1 * c;
+        x[j]        = fmaf(x0, c, -x1s);
+        x[j + half] = fmaf(x0, sn, x1c);
     }
 }
 
@@ -76,7 +82,7 @@ static void q_prep_row(g4_session *s, const void *arg, int t) {
     for (int h = 0; h < l->n_head; h++) {
         float *q = s->Qcur + (size_t)t * q_dim + (size_t)h * (size_t)hd;
         forward_rms_norm(q, q, fvec(l->attn_q_norm), hd, s->m->cfg.rms_eps);
-        rope_neox(q, cs, l->n_rot);
+        attn_rope_neox(q, cs, l->n_rot);
     }
 }
 
@@ -115,7 +121,7 @@ static void kv_store_row(g4_session *s, const void *arg, int t) {
         float *k = s->Kcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
         float *v = s->Vcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
         forward_rms_norm(k, k, fvec(l->attn_k_norm), hd, eps);
-        rope_neox(k, cs, l->n_rot);
+        attn_rope_neox(k, cs, l->n_rot);
         forward_rms_norm(v, v, NULL, hd, eps);
         /* the cell, and its mirror on a ring */
         for (size_t cc = c; cc < nr; cc += nc) {
@@ -136,6 +142,56 @@ static void kv_store_row(g4_session *s, const void *arg, int t) {
 void attn_kv_store(g4_session *s, const g4_layer *l, int r0, int T) {
     G4_ASSERT(T - r0 <= s->kv[l->kv_slot].n_cells);
     forward_rows(s, r0, T, kv_store_row, l);
+}
+
+/* ==== Softmax ==== */
+
+static inline float f_of(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t u_of(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+/* One lane of ggml_v_expf (ggml-cpu/vec.h, the AVX2+FMA build; the AVX-512 and NEON builds
+ * compute the same): exp(x) = 2^n * (1 + j) with n = round(x*log2(e)) and a degree-5
+ * polynomial j of the reduced argument b; |n| > 126 rescales in two steps, |n| > 192
+ * saturates. Every fused multiply-add of the original is an fmaf here (one rounding on any
+ * ISA); integer steps are 32-bit wrapping arithmetic on the bit patterns. */
+float attn_expf(float x) {
+    const float r = 0x1.8p23f;
+    const float z = fmaf(x, 0x1.715476p+0f, r);
+    const float n = z - r;
+    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    const uint32_t e = u_of(z) << 23;
+    const float k = f_of(e + u_of(1.0f));
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                         u, 0x1.ffffecp-1f * b);
+    if (!(fabsf(n) > 126.0f)) return fmaf(j, k, k);
+    const uint32_t g = n <= 0.0f ? 0x82000000u : 0u;
+    const float s1 = f_of(g + 0x7f000000u);
+    if (fabsf(n) > 192.0f) return s1 * s1;
+    const float s2 = f_of(e - g);
+    return fmaf(s2, j, s2) * s1;
+}
+
+/* ref: ops.cpp ggml_compute_forward_soft_max_f32 (scale 1, no ALiBi, no sinks) on llama.cpp's
+ * KQ row: one entry per KV cell [0, n_kv), masked cells -inf. vec.cpp ggml_vec_soft_max_f32
+ * (AVX2): exp over aligned blocks of 8 cells with ggml_v_expf, each block summed in f32 as
+ * ((c0+c4)+(c2+c6))+((c1+c5)+(c3+c7)) and added to a double; scalar expf only for a tail of
+ * n_kv % 8 cells, which never occurs (llama.cpp pads n_kv to a multiple of 256). Masked
+ * cells give exp(-inf) = +0, so only the visible cells [cell0, cell0 + n) need computing;
+ * their place within the 8-blocks (cell % 8) decides the rounding of the block sums.
+ * x[0..n) in: scores, out: probabilities. */
+void attn_softmax(float *x, int64_t n, int64_t cell0) {
+    float max = -INFINITY;
+    for (int64_t i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
+    for (int64_t i = 0; i < n; i++) x[i] = attn_expf(x[i] - max);
+    double sum = 0.0;
+    for (int64_t i = -(cell0 % 8); i < n; i += 8) {
+        float c[8];
+        for (int k = 0; k < 8; k++) c[k] = i + k >= 0 && i + k < n ? x[i + k] : 0.0f;
+        sum += (double)(((c[0] + c[4]) + (c[2] + c[6])) + ((c[1] + c[5]) + (c[3] + c[7])));
+    }
+    const float inv = (float)(1.0 / sum);
+    for (int64_t i = 0; i < n; i++) x[i] *= inv;
 }
 
 /* ==== Attention ==== */
@@ -184,20 +240,8 @@ static void attn_rows(const attn_ctx *c, int t, int g, int h0, int nq, uint8_t *
     for (int j = 0; j < nq; j++) kern->quantize_act[kdt](q + (size_t)j * (size_t)hd, qq + (size_t)j * qq_rb, hd);
     kern->matmul[s->kv_type](kq, (size_t)n, kg, kv->k_row_bytes, qq, qq_rb, hd, 0, n, nq);
 
-    /* softmax per head (scale 1.0, no soft-cap) */
-    for (int j = 0; j < nq; j++) {
-        float *kj = kq + (size_t)j * (size_t)n;
-        float max = -INFINITY;
-        for (int64_t i = 0; i < n; i++) if (kj[i] > max) max = kj[i];
-        double sum = 0.0;
-        for (int64_t i = 0; i < n; i++) {
-            const float e = expf(kj[i] - max);
-            sum += (double)e;
-            kj[i] = e;
-        }
-        const float inv = (float)(1.0 / sum);
-        for (int64_t i = 0; i < n; i++) kj[i] *= inv;
-    }
+    /* softmax per head (scale 1.0, no soft-cap); llama.cpp's cell of position q is q */
+    for (int j = 0; j < nq; j++) attn_softmax(kq + (size_t)j * (size_t)n, n, lo);
 
     /* kqv = V_g . p */
     if (s->kv_type == G4_TYPE_Q8_0) {

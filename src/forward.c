@@ -31,14 +31,16 @@
 
 /* ==== Small numeric helpers ==== */
 
-/* ref: ggml-cpu/vec.h ggml_gelu_f32 (GELU_COEF_A, SQRT_2_OVER_PI); one operation per statement
- * so no compiler contracts it into FMAs (that changes one table entry, §5.3). */
+/* ref: ggml-cpu/vec.h ggml_gelu_f32 (GELU_COEF_A, SQRT_2_OVER_PI) as ggml_cpu_init computes
+ * it in llama.cpp's FMA builds (haswell and up, NEON): 1 + (a*x)*x is one fused multiply-add,
+ * every other step rounds on its own (the table then matches all 65536 entries; without the
+ * FMA one entry differs; g4-ggml-ops). One operation per statement so no compiler contracts
+ * anything else. */
 static float gelu_f32(float x) {
     const float coef_a = 0.044715f;
     const float sqrt_2_over_pi = 0.79788456080286535587989211986876f;
-    float x2 = coef_a * x;
-    x2 = x2 * x;
-    float inner = 1.0f + x2;
+    const float ax = coef_a * x;
+    float inner = fmaf(ax, x, 1.0f);
     float arg = sqrt_2_over_pi * x;
     arg = arg * inner;
     float th = tanhf(arg);
@@ -63,6 +65,12 @@ void forward_rms_norm(float *y, const float *x, const float *w, int64_t n, float
     const float scale = 1.0f / sqrtf(mean + eps);
     if (w) for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale * w[i];
     else   for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale;
+}
+
+/* ref: gemma4.cpp ggml_scale(1/c) -> ggml_tanh (vec.h ggml_vec_tanh_f32: tanhf) -> ggml_scale(c) */
+void forward_softcap(float *y, int64_t n, float c) {
+    const float inv = 1.0f / c;
+    for (int64_t i = 0; i < n; i++) y[i] = tanhf(y[i] * inv) * c;
 }
 
 static inline const float *fvec(const g4_tensor *t) { return (const float *)(const void *)t->data; }
@@ -103,13 +111,8 @@ static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
             float *yt = c->y + (size_t)t * c->ldy;
             for (int64_t r = r0; r < r1; r++) yt[r] *= c->scale;
         }
-    if (c->softcap != 0.0f) { /* ref: gemma4.cpp ggml_scale(1/c) -> ggml_tanh -> ggml_scale(c) */
-        const float inv = 1.0f / c->softcap;
-        for (int t = 0; t < c->n_tok; t++) {
-            float *yt = c->y + (size_t)t * c->ldy;
-            for (int64_t r = r0; r < r1; r++) yt[r] = tanhf(yt[r] * inv) * c->softcap;
-        }
-    }
+    if (c->softcap != 0.0f)
+        for (int t = 0; t < c->n_tok; t++) forward_softcap(c->y + (size_t)t * c->ldy + r0, r1 - r0, c->softcap);
 }
 
 /* Rows per pool chunk: about 4 chunks per thread, a multiple of 16 rows. */

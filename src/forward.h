@@ -113,6 +113,9 @@ G4_INTERNAL void forward_rows(g4_session *s, int r0, int T, forward_row_fn fn, c
  * NULL (weightless norm). y may equal x. */
 G4_INTERNAL void forward_rms_norm(float *y, const float *x, const float *w, int64_t n, float eps);
 
+/* The final logit soft-cap in place: y = c * tanh(y / c) as ggml_scale, ggml_tanh, ggml_scale. */
+G4_INTERNAL void forward_softcap(float *y, int64_t n, float c);
+
 /* ==== attention.c ==== */
 
 /* Per-row RoPE cache of layer l for rows [r0, T): s->rope_cs. */
@@ -125,6 +128,15 @@ G4_INTERNAL void attn_kv_store(g4_session *s, const g4_layer *l, int r0, int T);
 /* kqv_out rows [r0, T) = softmax(q.K) . V over the cache of l->kv_src, causal, windowed on
  * sliding layers, scale 1.0; GQA head h reads KV head h / (n_head/n_head_kv). */
 G4_INTERNAL void attn_compute(g4_session *s, const g4_layer *l, int r0, int T);
+/* (cos, sin) pairs cs[n_rot] of position pos: ggml_rope_cache_init, ff = rope_freqs or NULL. */
+G4_INTERNAL void attn_rope_cs(float *cs, int64_t pos, const float *ff, float base, int n_rot);
+/* NEOX RoPE of x[0..n_rot) with the pairs of attn_rope_cs (ops.cpp rotate_pairs). */
+G4_INTERNAL void attn_rope_neox(float *x, const float *cs, int n_rot);
+/* ggml_v_expf, one lane (vec.h). */
+G4_INTERNAL float attn_expf(float x);
+/* ggml_soft_max_ext of a llama.cpp KQ row whose visible cells are [cell0, cell0 + n):
+ * x[0..n) scores in, probabilities out. */
+G4_INTERNAL void attn_softmax(float *x, int64_t n, int64_t cell0);
 
 /* ==== ple.c ==== */
 

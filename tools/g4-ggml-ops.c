@@ -1,0 +1,339 @@
+/* g4-ggml-ops.c - the float (non-matmul) ops of the forward pass, bit for bit against ggml.
+ *
+ *   build/g4-ggml-ops LIBDIR [CPU-LIB]
+ *
+ * LIBDIR holds llama.cpp's shared libraries (node-llama-cpp's prebuilt CPU backend:
+ * libggml-base.so and libggml-cpu-<variant>.so; CPU-LIB defaults to libggml-cpu-haswell.so,
+ * the variant llama.cpp loads on an AVX2 host). Both are dlopen'ed (base first, RTLD_GLOBAL)
+ * and driven through ggml's public C API, declared below from ggml.h / ggml-cpu.h so no
+ * llama.cpp header is needed to build. Each op runs as a one-op graph on 1 thread on random
+ * inputs of Gemma 4 shapes, and through gemma4.c's own function; every output value must be
+ * bitwise identical (a 1-ulp difference anywhere can flip an 8-bit activation rounding later).
+ *
+ * Ops: rms_norm (weightless, and fused with the weight multiply), NEOX RoPE (sliding: plain;
+ * full: proportional with rope_freqs), soft_max_ext on llama.cpp KQ rows (n_kv padded to 256,
+ * -inf mask outside the causal / sliding window), GELU (every f16 input and random floats),
+ * the logit soft-cap (scale, tanh, scale).
+ * Output: "ok OP (N values)" or "FAIL OP: ..." per op, then "N passed, M failed".
+ * Exit status: 0 all bitwise equal, 1 a mismatch, 2 the libraries could not be used.
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forward.h"
+
+/* ==== ggml's API, declared locally (ggml.h of llama.cpp de3ff81) ==== */
+
+enum { GGML_TYPE_F32 = 0, GGML_TYPE_I32 = 26, GGML_ROPE_TYPE_NEOX = 2 };
+
+struct g_init_params { /* struct ggml_init_params */
+    size_t mem_size;
+    void  *mem_buffer;
+    bool   no_alloc;
+};
+
+typedef void gctx;   /* struct ggml_context */
+typedef void gten;   /* struct ggml_tensor  */
+typedef void ggraph; /* struct ggml_cgraph  */
+
+typedef struct gapi {
+    gctx  *(*init)(struct g_init_params);
+    void   (*free_ctx)(gctx *);
+    gten  *(*new_1d)(gctx *, int, int64_t);
+    gten  *(*new_2d)(gctx *, int, int64_t, int64_t);
+    gten  *(*new_3d)(gctx *, int, int64_t, int64_t, int64_t);
+    void  *(*get_data)(const gten *);
+    gten  *(*rms_norm)(gctx *, gten *, float);
+    gten  *(*mul)(gctx *, gten *, gten *);
+    gten  *(*scale)(gctx *, gten *, float);
+    gten  *(*tanh_)(gctx *, gten *);
+    gten  *(*gelu)(gctx *, gten *);
+    gten  *(*soft_max_ext)(gctx *, gten *, gten *, float, float);
+    gten  *(*rope_ext)(gctx *, gten *, gten *, gten *, int, int, int, float, float, float, float, float, float);
+    ggraph *(*new_graph)(gctx *);
+    void   (*expand)(ggraph *, gten *);
+    int    (*compute)(gctx *, ggraph *, int);
+    void   (*cpu_init)(void);
+} gapi;
+
+static int sym(void *lib, const char *name, void *fp, size_t fp_size) {
+    void *p = dlsym(lib, name);
+    if (!p) { fprintf(stderr, "g4-ggml-ops: %s not found: %s\n", name, dlerror()); return 0; }
+    memcpy(fp, &p, fp_size); /* object pointer -> function pointer without a cast ISO C lacks */
+    return 1;
+}
+#define SYM(lib, name, field) sym(lib, name, &(field), sizeof(field))
+
+static int load(gapi *g, const char *dir, const char *cpu) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/libggml-base.so", dir);
+    void *base = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    if (!base) { fprintf(stderr, "g4-ggml-ops: %s\n", dlerror()); return 0; }
+    snprintf(path, sizeof path, "%s/%s", dir, cpu);
+    void *lc = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    if (!lc) { fprintf(stderr, "g4-ggml-ops: %s\n", dlerror()); return 0; }
+    return SYM(base, "ggml_init", g->init) && SYM(base, "ggml_free", g->free_ctx) &&
+           SYM(base, "ggml_new_tensor_1d", g->new_1d) && SYM(base, "ggml_new_tensor_2d", g->new_2d) &&
+           SYM(base, "ggml_new_tensor_3d", g->new_3d) && SYM(base, "ggml_get_data", g->get_data) &&
+           SYM(base, "ggml_rms_norm", g->rms_norm) && SYM(base, "ggml_mul", g->mul) &&
+           SYM(base, "ggml_scale", g->scale) && SYM(base, "ggml_tanh", g->tanh_) &&
+           SYM(base, "ggml_gelu", g->gelu) && SYM(base, "ggml_soft_max_ext", g->soft_max_ext) &&
+           SYM(base, "ggml_rope_ext", g->rope_ext) && SYM(base, "ggml_new_graph", g->new_graph) &&
+           SYM(base, "ggml_build_forward_expand", g->expand) &&
+           SYM(lc, "ggml_graph_compute_with_ctx", g->compute) && SYM(lc, "ggml_cpu_init", g->cpu_init);
+}
+
+static gctx *ctx_new(const gapi *g, size_t bytes) {
+    struct g_init_params p = { bytes, NULL, false };
+    return g->init(p);
+}
+
+static float *fdata(const gapi *g, const gten *t) { return (float *)g->get_data(t); }
+
+/* runs the graph of `out` on 1 thread */
+static int run(const gapi *g, gctx *c, gten *out) {
+    ggraph *gr = g->new_graph(c);
+    g->expand(gr, out);
+    return g->compute(c, gr, 1) == 0;
+}
+
+/* ==== random inputs ==== */
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint32_t rnd_u32(void) {
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return (uint32_t)(rng >> 16);
+}
+static float rnd_uniform(void) { return (float)((double)rnd_u32() / 4294967296.0); } /* [0, 1) */
+static float rnd_normal(void) { /* sum of 4 uniforms, centred: bell-shaped, var 1/3 */
+    return (rnd_uniform() + rnd_uniform() + rnd_uniform() + rnd_uniform() - 2.0f) * 1.7320508f;
+}
+
+/* ==== comparison ==== */
+
+typedef struct tally { int pass, fail; } tally;
+
+static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* counts bitwise differences of n values; reports the first */
+static int64_t diff(const float *ref, const float *got, int64_t n, int64_t *first) {
+    int64_t d = 0;
+    *first = -1;
+    for (int64_t i = 0; i < n; i++)
+        if (!same_bits(ref[i], got[i])) { if (d++ == 0) *first = i; }
+    return d;
+}
+
+static void report(tally *t, const char *op, const float *ref, const float *got, int64_t n) {
+    int64_t first;
+    const int64_t d = diff(ref, got, n, &first);
+    if (d == 0) { printf("ok   %s (%lld values)\n", op, (long long)n); t->pass++; return; }
+    printf("FAIL %s: %lld of %lld values differ (first [%lld]: ggml %.9g, g4 %.9g)\n", op, (long long)d,
+           (long long)n, (long long)first, (double)ref[first], (double)got[first]);
+    t->fail++;
+}
+
+/* ==== ops ==== */
+
+static const float EPS = 1e-6f;
+
+/* ggml_rms_norm, alone and followed by ggml_mul with a weight row (the CPU backend fuses the
+ * pair), on rows of n */
+static void t_rms_norm(const gapi *g, tally *t, int64_t n, int weighted) {
+    const int64_t rows = 16;
+    gctx *c = ctx_new(g, 64u << 20);
+    gten *x = g->new_2d(c, GGML_TYPE_F32, n, rows), *w = g->new_1d(c, GGML_TYPE_F32, n);
+    float *xd = fdata(g, x), *wd = fdata(g, w);
+    for (int64_t r = 0; r < rows; r++) {
+        const float mag = powf(10.0f, (float)(r % 8) - 3.0f); /* 1e-3 .. 1e4 */
+        for (int64_t i = 0; i < n; i++) xd[r * n + i] = rnd_normal() * mag;
+    }
+    for (int64_t i = 0; i < n; i++) wd[i] = 1.0f + 0.5f * rnd_normal();
+    gten *y = g->rms_norm(c, x, EPS);
+    if (weighted) y = g->mul(c, y, w);
+    float *got = malloc((size_t)(n * rows) * sizeof(float));
+    if (run(g, c, y) && got) {
+        for (int64_t r = 0; r < rows; r++) forward_rms_norm(got + r * n, xd + r * n, weighted ? wd : NULL, n, EPS);
+        char name[64];
+        snprintf(name, sizeof name, "rms_norm%s n=%lld", weighted ? "+mul" : "", (long long)n);
+        report(t, name, fdata(g, y), got, n * rows);
+    } else { printf("FAIL rms_norm: ggml compute failed\n"); t->fail++; }
+    free(got);
+    g->free_ctx(c);
+}
+
+/* ggml_rope_ext NEOX on [hd][n_head][n_pos], n_dims = hd, ext_factor 0, attn_factor 1, with
+ * rope_freqs (full layers: proportional RoPE) or without (sliding layers) */
+static void t_rope(const gapi *g, tally *t, int hd, float base, int with_ff) {
+    static const int32_t P[] = { 0, 1, 2, 3, 7, 8, 15, 16, 31, 39, 40, 100, 255, 256, 511, 1000,
+                                 4095, 8191, 32767, 131071 };
+    const int np = (int)(sizeof P / sizeof P[0]), nh = 4;
+    gctx *c = ctx_new(g, 64u << 20);
+    gten *x = g->new_3d(c, GGML_TYPE_F32, hd, nh, np), *pos = g->new_1d(c, GGML_TYPE_I32, np);
+    gten *ff = with_ff ? g->new_1d(c, GGML_TYPE_F32, hd / 2) : NULL;
+    float *xd = fdata(g, x), *ffd = ff ? fdata(g, ff) : NULL;
+    memcpy(g->get_data(pos), P, sizeof P);
+    for (int64_t i = 0; i < (int64_t)hd * nh * np; i++) xd[i] = rnd_normal();
+    /* Gemma 4's proportional RoPE: factor 1 on the rotated quarter, 1e30 (no rotation) on the
+     * rest; a few other factors too */
+    if (ffd) for (int i = 0; i < hd / 2; i++) ffd[i] = i < hd / 8 ? 1.0f : i < hd / 6 ? 1.0f + 3.0f * rnd_uniform() : 1e30f;
+    gten *y = g->rope_ext(c, x, pos, ff, hd, GGML_ROPE_TYPE_NEOX, 0, base, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f);
+    const size_t nv = (size_t)hd * (size_t)nh * (size_t)np;
+    float *got = malloc(nv * sizeof(float)), *cs = malloc((size_t)hd * sizeof(float));
+    if (got && cs && run(g, c, y)) {
+        memcpy(got, xd, nv * sizeof(float));
+        for (int p = 0; p < np; p++) {
+            attn_rope_cs(cs, P[p], ffd, base, hd);
+            for (int h = 0; h < nh; h++) attn_rope_neox(got + ((size_t)p * (size_t)nh + (size_t)h) * (size_t)hd, cs, hd);
+        }
+        char name[64];
+        snprintf(name, sizeof name, "rope_neox hd=%d base=%g%s", hd, (double)base, with_ff ? " rope_freqs" : "");
+        report(t, name, fdata(g, y), got, (int64_t)nv);
+    } else { printf("FAIL rope: ggml compute failed\n"); t->fail++; }
+    free(got); free(cs);
+    g->free_ctx(c);
+}
+
+/* ggml_soft_max_ext(kq, mask, 1.0, 0.0) on KQ rows of n_kv cells as llama.cpp builds them for
+ * one sequence in a fresh cache (cell = position): query row r at position pos0 + r sees
+ * cells [lo, p] (lo = p - n_swa + 1 on sliding layers, else 0), the mask is -inf elsewhere.
+ * `spread` scales the scores (large values reach ggml_v_expf's |n| > 126 paths). */
+static void t_softmax(const gapi *g, tally *t, int64_t n_kv, int n_tok, int64_t pos0, int n_swa, float spread) {
+    const int nh = 3;
+    gctx *c = ctx_new(g, 64u << 20);
+    gten *kq = g->new_3d(c, GGML_TYPE_F32, n_kv, n_tok, nh), *mask = g->new_2d(c, GGML_TYPE_F32, n_kv, n_tok);
+    float *kd = fdata(g, kq), *md = fdata(g, mask);
+    for (int64_t i = 0; i < n_kv * n_tok * nh; i++) kd[i] = rnd_normal() * spread;
+    for (int r = 0; r < n_tok; r++) {
+        const int64_t p = pos0 + r, lo = n_swa > 0 && p - n_swa + 1 > 0 ? p - n_swa + 1 : 0;
+        for (int64_t i = 0; i < n_kv; i++) md[r * n_kv + i] = i >= lo && i <= p ? 0.0f : -INFINITY;
+    }
+    gten *y = g->soft_max_ext(c, kq, mask, 1.0f, 0.0f);
+    const size_t nv = (size_t)(n_kv * n_tok * nh);
+    float *got = calloc(nv, sizeof(float));
+    if (got && run(g, c, y)) {
+        for (int h = 0; h < nh; h++)
+            for (int r = 0; r < n_tok; r++) {
+                const int64_t p = pos0 + r, lo = n_swa > 0 && p - n_swa + 1 > 0 ? p - n_swa + 1 : 0;
+                float *row = got + ((size_t)h * (size_t)n_tok + (size_t)r) * (size_t)n_kv;
+                const float *src = kd + ((size_t)h * (size_t)n_tok + (size_t)r) * (size_t)n_kv;
+                memcpy(row + lo, src + lo, (size_t)(p - lo + 1) * sizeof(float));
+                attn_softmax(row + lo, p - lo + 1, lo);
+            }
+        char name[96];
+        snprintf(name, sizeof name, "soft_max_ext n_kv=%lld pos %lld..%lld swa=%d spread=%g", (long long)n_kv,
+                 (long long)pos0, (long long)(pos0 + n_tok - 1), n_swa, (double)spread);
+        report(t, name, fdata(g, y), got, (int64_t)nv);
+    } else { printf("FAIL soft_max_ext: ggml compute failed\n"); t->fail++; }
+    free(got);
+    g->free_ctx(c);
+}
+
+/* ggml_v_expf alone: soft_max of one row [x, 0, 0, ...]-like inputs is too indirect, so the
+ * lane function is checked through soft_max rows whose max is 0 (exp(x - 0) = exp(x)). */
+static void t_expf(const gapi *g, tally *t) {
+    const int64_t n_kv = 256, rows = 1024;
+    gctx *c = ctx_new(g, 64u << 20);
+    gten *kq = g->new_2d(c, GGML_TYPE_F32, n_kv, rows);
+    float *kd = fdata(g, kq);
+    for (int64_t r = 0; r < rows; r++) {
+        kd[r * n_kv] = 0.0f;
+        for (int64_t i = 1; i < n_kv; i++) kd[r * n_kv + i] = -rnd_uniform() * (r < rows / 2 ? 20.0f : 110.0f);
+    }
+    /* unnormalised exps are not observable; compare the normalised rows instead */
+    gten *y = g->soft_max_ext(c, kq, NULL, 1.0f, 0.0f);
+    float *got = malloc((size_t)(n_kv * rows) * sizeof(float));
+    if (got && run(g, c, y)) {
+        memcpy(got, kd, (size_t)(n_kv * rows) * sizeof(float));
+        for (int64_t r = 0; r < rows; r++) attn_softmax(got + r * n_kv, n_kv, 0);
+        report(t, "soft_max (exp down to -110, no mask)", fdata(g, y), got, n_kv * rows);
+    } else { printf("FAIL soft_max: ggml compute failed\n"); t->fail++; }
+    free(got);
+    g->free_ctx(c);
+}
+
+/* ggml_gelu (fp16 table): every finite f16 value as input, then random floats */
+static void t_gelu(const gapi *g, tally *t) {
+    const int64_t n = 65536 + 65536;
+    gctx *c = ctx_new(g, 64u << 20);
+    gten *x = g->new_1d(c, GGML_TYPE_F32, n);
+    float *xd = fdata(g, x);
+    for (int64_t i = 0; i < 65536; i++) {
+        const float f = g4_f16_to_f32((uint16_t)i);
+        xd[i] = isfinite(f) ? f : 0.0f;
+    }
+    for (int64_t i = 65536; i < n; i++) xd[i] = rnd_normal() * 6.0f;
+    gten *y = g->gelu(c, x);
+    uint16_t *tab = malloc(65536 * sizeof(uint16_t));
+    float *got = malloc((size_t)n * sizeof(float));
+    if (tab && got && run(g, c, y)) {
+        forward_gelu_table(tab);
+        for (int64_t i = 0; i < n; i++) got[i] = forward_gelu(tab, xd[i]);
+        report(t, "gelu (fp16 table)", fdata(g, y), got, n);
+    } else { printf("FAIL gelu: ggml compute failed\n"); t->fail++; }
+    free(tab); free(got);
+    g->free_ctx(c);
+}
+
+/* the logit soft-cap: ggml_scale(1/c) -> ggml_tanh -> ggml_scale(c) */
+static void t_softcap(const gapi *g, tally *t, float cap) {
+    const int64_t n = 262144;
+    gctx *c = ctx_new(g, 64u << 20);
+    gten *x = g->new_1d(c, GGML_TYPE_F32, n);
+    float *xd = fdata(g, x);
+    for (int64_t i = 0; i < n; i++) xd[i] = rnd_normal() * (i % 2 ? 5.0f : 60.0f);
+    gten *y = g->scale(c, g->tanh_(c, g->scale(c, x, 1.0f / cap)), cap);
+    float *got = malloc((size_t)n * sizeof(float));
+    if (got && run(g, c, y)) {
+        memcpy(got, xd, (size_t)n * sizeof(float));
+        forward_softcap(got, n, cap);
+        char name[48];
+        snprintf(name, sizeof name, "softcap c=%g", (double)cap);
+        report(t, name, fdata(g, y), got, n);
+    } else { printf("FAIL softcap: ggml compute failed\n"); t->fail++; }
+    free(got);
+    g->free_ctx(c);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || argc > 3 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        fprintf(stderr, "usage: g4-ggml-ops LIBDIR [libggml-cpu-VARIANT.so]\n");
+        return argc < 2 || argc > 3 ? 2 : 0;
+    }
+    gapi g;
+    if (!load(&g, argv[1], argc > 2 ? argv[2] : "libggml-cpu-haswell.so")) {
+        printf("0 passed, 1 failed\n");
+        return 2;
+    }
+    g.cpu_init();
+    tally t = { 0, 0 };
+
+    static const int64_t widths[] = { 64, 128, 256, 512, 1536 };
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
+        t_rms_norm(&g, &t, widths[i], 0);
+        t_rms_norm(&g, &t, widths[i], 1);
+    }
+    static const int hds[] = { 64, 128, 256, 512 };
+    for (size_t i = 0; i < sizeof hds / sizeof hds[0]; i++) {
+        t_rope(&g, &t, hds[i], 10000.0f, 0);
+        t_rope(&g, &t, hds[i], 1000000.0f, 1);
+    }
+    t_expf(&g, &t);
+    t_softmax(&g, &t, 256, 40, 0, 0, 1.0f);     /* a 40-token prompt, full layer */
+    t_softmax(&g, &t, 256, 40, 0, 8, 1.0f);     /* ... sliding window 8 */
+    t_softmax(&g, &t, 256, 16, 40, 8, 3.0f);    /* decode-like rows after the prompt */
+    t_softmax(&g, &t, 512, 64, 300, 0, 10.0f);  /* n_kv 512 */
+    t_softmax(&g, &t, 512, 64, 300, 128, 10.0f);
+    t_softmax(&g, &t, 256, 40, 0, 0, 60.0f);    /* scores spread beyond exp's normal range */
+    t_gelu(&g, &t);
+    t_softcap(&g, &t, 30.0f);
+    t_softcap(&g, &t, 15.0f);
+
+    printf("%d passed, %d failed\n", t.pass, t.fail);
+    return t.fail ? 1 : 0;
+}
