@@ -250,8 +250,8 @@ static void split_frag(work *w, const char *text, const frag *f, uint32_t L, con
             p++;
             continue;
         }
-        uint64_t h = tok_mix(tok_hash_more(TOK_HASH_INIT, text + p, L));
-        int32_t  id = tok_find2(v, v->stab, v->stab_mask, text + p, L, NULL, 0, h);
+        uint64_t key, h = tok_hash(text + p, L, &key);
+        int32_t  id = tok_lookup(v, v->stab, v->stab_mask, text + p, L, key, h);
         if (id >= 0 && (parse_special || v->type[id] == TT_USER)) {
             if (p > seg) push_frag(w, seg, p - seg, -1);
             push_frag(w, p, L, id);

@@ -14,6 +14,8 @@
 
 #include "tokenizer.h"
 
+#include <string.h>
+
 enum { /* tokenizer.ggml.token_type values (llama.cpp llama_token_type) */
     TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3, TT_USER = 4, TT_UNUSED = 5, TT_BYTE = 6
 };
@@ -24,9 +26,10 @@ enum { /* tokenizer.ggml.token_type values (llama.cpp llama_token_type) */
 #define TOK_MAX_EOG    8
 
 typedef struct tok_slot {  /* text -> id hash slot; id -1 = empty */
-    uint32_t tag;          /* high bits of the hash, checked before the text */
+    uint64_t key;          /* len <= 8: the text itself (tok_word), so a probe reads nothing
+                            * else; len > 8: text offset << 32 | high 32 bits of the hash */
     int32_t  id;
-    uint32_t off, len;     /* the text, copied from off[id] so a probe touches one line */
+    uint32_t len;
 } tok_slot;
 
 typedef struct tok_merge { /* (left id, right id) -> rank; key UINT64_MAX = empty */
@@ -45,6 +48,7 @@ struct g4_vocab {
     uint32_t    *off;          /* [n+1] text of token i is text[off[i] .. off[i+1]-1) */
     uint8_t     *type;         /* [n] token type, EOG texts promoted to TT_CONTROL */
     uint32_t     max_len;      /* longest token text */
+    int32_t      n_dup;        /* tokens whose text a later token repeats */
     tok_slot    *tab;          /* [tab_mask+1] every non-empty text -> id (later id wins) */
     uint32_t     tab_mask;
     tok_merge   *mtab;         /* [mtab_mask+1] */
@@ -75,23 +79,59 @@ struct g4_vocab {
 static inline uint32_t tok_len(const g4_vocab *v, int32_t id) { return v->off[id + 1] - v->off[id] - 1; }
 static inline const char *tok_str(const g4_vocab *v, int32_t id) { return v->text + v->off[id]; }
 
-/* FNV-1a, 64-bit; streaming (hash(a||b) = tok_hash_more(tok_hash(a), b)). */
-#define TOK_HASH_INIT 0xcbf29ce484222325ull
-static inline uint64_t tok_hash_more(uint64_t h, const char *s, size_t n) {
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 0x100000001b3ull; }
-    return h;
+/* Hash of a text: word at a time over 8-byte little-endian words (the last one overlapping the
+ * one before it), then tok_mix. Reads only s[0..n). */
+static inline uint64_t tok_load64(const char *s) {
+    uint64_t w;
+    memcpy(&w, s, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    return w;
 }
-static inline uint64_t tok_mix(uint64_t h) { /* spread FNV's weak low bits */
+static inline uint64_t tok_load32(const char *s) {
+    uint32_t w;
+    memcpy(&w, s, 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap32(w);
+#endif
+    return w;
+}
+/* s[0..n), n <= 8, as a little-endian word with zero high bytes */
+static inline uint64_t tok_word(const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    if (n >= 4) return tok_load32(s) | tok_load32(s + n - 4) << (8 * (n - 4));
+    if (n == 0) return 0;
+    return (uint64_t)p[0] | (uint64_t)p[n >> 1] << (8 * (n >> 1)) | (uint64_t)p[n - 1] << (8 * (n - 1));
+}
+static inline uint64_t tok_hash_step(uint64_t h, uint64_t w) {
+    h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 32);
+}
+static inline uint64_t tok_mix(uint64_t h) {
     h ^= h >> 29; h *= 0xbf58476d1ce4e5b9ull; h ^= h >> 32;
     return h;
 }
+/* The hash of s[0..n) and its slot key: the text itself when n <= 8, else the hash's high 32
+ * bits (tok_slot.key less the offset). */
+static inline uint64_t tok_hash(const char *s, size_t n, uint64_t *key) {
+    uint64_t h = (uint64_t)n;
+    if (n <= 8) {
+        *key = tok_word(s, n);
+        return tok_mix(tok_hash_step(h, *key));
+    }
+    for (size_t i = 0; i + 8 < n; i += 8) h = tok_hash_step(h, tok_load64(s + i));
+    h = tok_mix(tok_hash_step(h, tok_load64(s + n - 8)));
+    *key = h >> 32;
+    return h;
+}
 
-/* Looks up text[0..n) in a text -> id table; -1 if absent. Two-part form for merges. */
-G4_INTERNAL int32_t tok_find2(const g4_vocab *v, const tok_slot *tab, uint32_t mask,
-                              const char *a, size_t na, const char *b, size_t nb, uint64_t h);
+/* Looks up text s[0..n) (key and h from tok_hash) in a text -> id table; -1 if absent. */
+G4_INTERNAL int32_t tok_lookup(const g4_vocab *v, const tok_slot *tab, uint32_t mask, const char *s, size_t n,
+                               uint64_t key, uint64_t h);
 static inline int32_t tok_find(const g4_vocab *v, const char *s, size_t n) {
-    return tok_find2(v, v->tab, v->tab_mask, s, n, NULL, 0, tok_mix(tok_hash_more(TOK_HASH_INIT, s, n)));
+    uint64_t key, h = tok_hash(s, n, &key);
+    return tok_lookup(v, v->tab, v->tab_mask, s, n, key, h);
 }
 /* Merge lookup: rank and result (*res) of the pair (l, r), or -1. */
 static inline int32_t tok_merge_find(const g4_vocab *v, int32_t l, int32_t r, int32_t *res) {

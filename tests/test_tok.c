@@ -72,7 +72,7 @@ typedef struct tv {
     size_t      len[TV_MAX];
     int32_t     type[TV_MAX];
     int         n;
-    const char *merge[64];
+    const char *merge[160];
     int         nm;
     char        bytes[256][7];
     g4_log_fn   log;         /* NULL = silent */
@@ -163,7 +163,7 @@ static g4_status tv_load(tv *t, int variant, const char *tmpl, const g4_allocato
     }
     if (variant == V_SCORES_I32) gguf_w_arr(w, "tokenizer.ggml.scores", GGUF_INT32, type, (uint64_t)n);
     else gguf_w_arr(w, "tokenizer.ggml.scores", GGUF_FLOAT32, scores, (uint64_t)(variant == V_SCORES_SHORT ? n - 1 : n));
-    const char *merges[70];
+    const char *merges[170];
     int nm = t->nm;
     memcpy(merges, t->merge, (size_t)nm * sizeof *merges);
     if (variant == V_MERGE_NOSPACE) merges[nm++] = "abc";
@@ -475,8 +475,90 @@ static void test_duplicates_and_extras(void) {
     }
 }
 
+/* Text and merge lookups against a linear search: texts of 1..20 bytes (the hash and the
+ * slot key change at 8), merges whose pieces and results cross 8-byte words at every split,
+ * results out of vocabulary order and results that are not tokens; with and without a
+ * duplicated text (the later id wins). */
+static int32_t naive_find(const tv *t, const char *s, size_t n) {
+    for (int i = t->n - 1; i >= 0; i--) if (t->len[i] == n && n && memcmp(t->tok[i], s, n) == 0) return i;
+    return -1;
+}
+
+static void test_lookups(void) {
+    static const char word[] = "qwertyuiopasdfghjklz"; /* 20 distinct bytes */
+    static char pre[21][24], suf[21][24], cat[160][48];
+    for (int dupv = 0; dupv < 2; dupv++) {
+        tv t;
+        tv_base(&t);
+        static char one[20][2];
+        for (int k = 0; k < 20; k++) { /* its bytes */
+            one[k][0] = word[k];
+            if (tv_id(&t, one[k]) < 0) tv_add(&t, one[k], TT_NORMAL);
+        }
+        for (int k = 2; k <= 20; k++) { /* prefixes and suffixes of word */
+            memcpy(pre[k], word, (size_t)k);
+            pre[k][k] = 0;
+            tv_add(&t, pre[k], TT_NORMAL);
+            memcpy(suf[k], word + 20 - k, (size_t)k + 1);
+            if (k < 20) tv_add(&t, suf[k], TT_NORMAL);
+        }
+        if (dupv) tv_add(&t, word, TT_NORMAL); /* a later id for the 20-byte text */
+        memcpy(pre[1], word, 1);
+        memcpy(suf[1], word + 19, 2);
+        int nc = 0;
+        for (int k = 2; k <= 20; k++) { /* pre[k] from pre[k-1] and one byte: results in order */
+            snprintf(cat[nc], sizeof cat[nc], "%s %c", pre[k - 1], word[k - 1]);
+            t.merge[t.nm++] = cat[nc++];
+        }
+        for (int k = 1; k < 20; k++) { /* word from every (prefix, suffix) split */
+            snprintf(cat[nc], sizeof cat[nc], "%s %s", pre[k], suf[20 - k]);
+            t.merge[t.nm++] = cat[nc++];
+        }
+        /* out of order, and results that are not tokens (of 2, 9 and 21 bytes) */
+        t.merge[t.nm++] = "q w";
+        t.merge[t.nm++] = "w q";
+        t.merge[t.nm++] = "qwertyui q";
+        t.merge[t.nm++] = "qwertyuiopasdfghjklz q";
+        t.merge[t.nm++] = "qwer t";
+        g4_allocator al;
+        g4_allocator_init(&al, NULL, NULL);
+        g4_vocab *v = NULL;
+        char err[256] = "";
+        T_CHECKF(tv_load(&t, V_OK, NULL, &al, &v, err, sizeof err) == G4_OK, "%s", err);
+        if (!v) return;
+        T_CHECK(v->n_dup == dupv);
+        int bad = 0;
+        for (int i = 0; i < t.n; i++) {
+            bad += tok_find(v, t.tok[i], t.len[i]) != naive_find(&t, t.tok[i], t.len[i]);
+            char x[32]; /* one byte changed: not a token */
+            if (t.len[i] < 2 || t.len[i] > 20 || t.type[i] != TT_NORMAL) continue;
+            memcpy(x, t.tok[i], t.len[i]);
+            x[t.len[i] - 1] = '#';
+            bad += tok_find(v, x, t.len[i]) != -1;
+            x[0] = '#';
+            bad += tok_find(v, x, t.len[i] - 1) != -1;
+        }
+        T_CHECKF(bad == 0, "%d text lookups differ", bad);
+        bad = 0;
+        for (int r = 0; r < t.nm; r++) {
+            const char *m = t.merge[r], *sp = strchr(m + 1, ' ');
+            size_t nl = (size_t)(sp - m), nr = strlen(sp + 1);
+            char c[64];
+            memcpy(c, m, nl);
+            memcpy(c + nl, sp + 1, nr);
+            int32_t l = naive_find(&t, m, nl), rt = naive_find(&t, sp + 1, nr), res = naive_find(&t, c, nl + nr), got;
+            int32_t first = r; /* a repeated pair keeps its first rank */
+            for (int q = 0; q < r; q++) if (strcmp(t.merge[q], m) == 0) { first = q; break; }
+            bad += v->merge_id[r] != res || tok_merge_find(v, l, rt, &got) != first;
+        }
+        T_CHECKF(bad == 0, "%d merges differ", bad);
+        tok_vocab_free(v);
+    }
+}
+
 T_GROUP(tok) {
     test_rules();
+    test_lookups();
     test_hostile();
     test_duplicates_and_extras();
 }
