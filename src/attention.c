@@ -124,7 +124,7 @@ static void kv_store_row(g4_session *s, const void *arg, int t) {
         attn_rope_neox(k, cs, l->n_rot);
         forward_rms_norm(v, v, NULL, hd, eps);
         /* the cell, and its mirror on a ring */
-        for (size_t cc = c; cc < nr; cc += nc) {
+        for (size_t cc = c; cc < (kv->swa ? 2 * nc : nc); cc += nc) {
             store_row(s, kv->k + ((size_t)g * nr + cc) * kv->k_row_bytes, k, hd);
             if (s->kv_type == G4_TYPE_Q8_0) {
                 store_row(s, kv->v + ((size_t)g * nr + cc) * kv->k_row_bytes, v, hd);
@@ -204,13 +204,63 @@ typedef struct attn_ctx {
     int n_split;   /* query heads of one KV head are split into n_split items */
 } attn_ctx;
 
+/* llama.cpp's view of the cache (one sequence, no context shift): position q in cell q, the
+ * KQ row spans n_kv cells (a multiple of 256), every cell outside the window masked. Only the
+ * lanes of the window matter: masked cells contribute exact zeros, to the softmax's 8-cell
+ * block sums (attn_softmax) and to kqv = mul_mat(v, kq), whose dot products over the cells
+ * run in lanes of 8 (tinyBLAS) or 4 x 8 (ggml_vec_dot_f32/f16) counted from cell 0. So kqv
+ * is computed over the 32-aligned hull of the window, [a, a + nw) with a = floor32(lo),
+ * a + nw = ceil32(p + 1), zeros outside [lo, p]: the same lanes and the same sums as
+ * llama.cpp's whole row. (On sliding layers llama.cpp's cell = position only holds for the
+ * first swa-cache-size positions; later its cells wrap.) */
+typedef struct attn_win {
+    int64_t p, lo, n;   /* query position, first visible position, n = p - lo + 1 */
+    int64_t a, nw, off; /* hull [a, a + nw), off = lo - a */
+    int64_t c0;         /* row of position lo in the slot (K rows, V rows or channels) */
+} attn_win;
+
+static attn_win attn_window(const g4_session *s, const g4_layer *l, const g4_kv_slot *kv, int t) {
+    attn_win w;
+    w.p = s->pos[t];
+    w.lo = l->swa && w.p - s->m->cfg.n_swa + 1 > 0 ? w.p - s->m->cfg.n_swa + 1 : 0;
+    w.n = w.p - w.lo + 1;
+    w.a = w.lo & ~(int64_t)31;
+    w.nw = ((w.p + 32) & ~(int64_t)31) - w.a;
+    w.off = w.lo - w.a;
+    w.c0 = w.lo % kv->n_cells;
+    G4_ASSERT(w.n <= kv->n_cells && w.c0 + w.n <= kv->n_rows && w.nw <= s->n_cells_max);
+    return w;
+}
+
+/* The transposed V rows of KV head g over the hull: straight from the cache when the hull's
+ * cells are one row range there (always on full layers, rows = ceil32(n_ctx), and on rings
+ * with room); else copied into ws_v with zeros outside the window (small rings). Cache
+ * cells never written are zero (session.c), so every value read is finite. */
+static const uint8_t *v_hull(const g4_session *s, const g4_kv_slot *kv, const attn_win *w, int g, int hd,
+                             uint8_t *ws, size_t *stride) {
+    const size_t esz = s->kv_type == G4_TYPE_F16 ? 2 : 4, nr = (size_t)kv->n_rows;
+    const uint8_t *vg = kv->v + (size_t)g * (size_t)hd * nr * esz; /* [hd] rows of nr cells */
+    int64_t ra = w->c0 - w->off;                                     /* row of cell a */
+    if (ra < 0 && kv->swa) ra += kv->n_cells;                        /* its mirror */
+    if (ra >= 0 && ra + w->nw <= kv->n_rows) { *stride = nr * esz; return vg + (size_t)ra * esz; }
+    uint8_t *dst = ws + s->ws_v;
+    const size_t nw = (size_t)w->nw, off = (size_t)w->off, n = (size_t)w->n;
+    G4_ASSERT(s->ws_v_cells >= w->nw);
+    for (int d = 0; d < hd; d++) {
+        uint8_t *o = dst + (size_t)d * nw * esz;
+        memset(o, 0, nw * esz);
+        memcpy(o + off * esz, vg + ((size_t)d * nr + (size_t)w->c0) * esz, n * esz);
+    }
+    *stride = nw * esz;
+    return dst;
+}
+
 /* One row t and query heads [h0, h0 + nq) that share KV head g: kq over the visible cells
  * for all nq heads in one kernel call (K is read once per group, not once per head),
- * softmax per head, kqv again in one call.
+ * softmax per head, kqv again in one call over the 32-aligned hull of the window.
  * ref: llm_graph_context::build_attn_mha, flash attention off: kq = mul_mat(k, q) (GQA by
  * broadcasting K over the heads of a group); ggml_soft_max_ext(kq, mask, scale 1.0)
- * (ops.cpp ggml_compute_forward_soft_max_f32: max, exp, sum in ggml_float, scale by
- * 1/sum); kqv = mul_mat(v, kq). */
+ * (ops.cpp ggml_compute_forward_soft_max_f32); kqv = mul_mat(v, kq). */
 static void attn_rows(const attn_ctx *c, int t, int g, int h0, int nq, uint8_t *ws) {
     g4_session *s = c->s;
     const g4_layer *l = c->l;
@@ -219,51 +269,50 @@ static void attn_rows(const attn_ctx *c, int t, int g, int h0, int nq, uint8_t *
     const int hd = l->head_dim;
     const size_t q_dim = (size_t)hd * (size_t)l->n_head, nr = (size_t)kv->n_rows;
     const int kdt = quant_traits(s->kv_type)->dot_type;
+    const attn_win w = attn_window(s, l, kv, t);
+    const size_t n = (size_t)w.n, nw = (size_t)w.nw, off = (size_t)w.off;
 
-    /* visible positions [lo, p] (§4.5) = cells [c0, c0 + n) in position order */
-    const int64_t p = s->pos[t];
-    int64_t lo = 0;
-    if (l->swa && p - s->m->cfg.n_swa + 1 > 0) lo = p - s->m->cfg.n_swa + 1;
-    const int64_t n = p - lo + 1;
-    const int64_t c0 = lo % (int64_t)kv->n_cells;
-    G4_ASSERT(n <= kv->n_cells && c0 + n <= kv->n_rows);
-
-    float   *kq = (float *)(void *)ws;   /* [nq][n] scores, then probabilities        */
+    float   *kq = (float *)(void *)ws;   /* [nq][nw] probabilities over the hull      */
     uint8_t *pq = ws + s->ws_pq;         /* [nq] rows of p in V's dot type            */
     uint8_t *qq = ws + s->ws_qq;         /* [nq] rows of q in K's dot type            */
     const size_t qq_rb = kern_act_row_bytes(kdt, hd);
     const float *q = s->Qcur + (size_t)t * q_dim + (size_t)h0 * (size_t)hd; /* [nq][hd] */
     float *out = s->kqv_out + (size_t)t * q_dim + (size_t)h0 * (size_t)hd;  /* [nq][hd] */
 
-    /* kq = K_g . q */
-    const uint8_t *kg = kv->k + ((size_t)g * nr + (size_t)c0) * kv->k_row_bytes; /* [n] rows */
+    /* kq = K_g . q on the visible cells, at [off, off + n) of each hull row */
+    const uint8_t *kg = kv->k + ((size_t)g * nr + (size_t)w.c0) * kv->k_row_bytes; /* [n] rows */
     for (int j = 0; j < nq; j++) kern->quantize_act[kdt](q + (size_t)j * (size_t)hd, qq + (size_t)j * qq_rb, hd);
-    kern->matmul[s->kv_type](kq, (size_t)n, kg, kv->k_row_bytes, qq, qq_rb, hd, 0, n, nq);
+    kern->matmul[s->kv_type](kq + off, nw, kg, kv->k_row_bytes, qq, qq_rb, hd, 0, w.n, nq);
 
-    /* softmax per head (scale 1.0, no soft-cap); llama.cpp's cell of position q is q */
-    for (int j = 0; j < nq; j++) attn_softmax(kq + (size_t)j * (size_t)n, n, lo);
+    /* softmax per head (scale 1.0, no soft-cap); zeros on the masked cells of the hull */
+    for (int j = 0; j < nq; j++) {
+        float *kj = kq + (size_t)j * nw;
+        attn_softmax(kj + off, w.n, w.lo);
+        memset(kj, 0, off * sizeof(float));
+        memset(kj + off + n, 0, (nw - off - n) * sizeof(float));
+    }
 
     /* kqv = V_g . p */
-    if (s->kv_type == G4_TYPE_Q8_0) {
+    if (s->kv_type == G4_TYPE_Q8_0) { /* no llama.cpp counterpart without flash attention */
         float *vrow = (float *)(void *)(ws + s->ws_o); /* [head_dim] */
         memset(out, 0, (size_t)nq * (size_t)hd * sizeof(float));
-        const uint8_t *vg = kv->v + ((size_t)g * nr + (size_t)c0) * kv->k_row_bytes;
-        for (int64_t i = 0; i < n; i++) {
-            quant_dequant_row(G4_TYPE_Q8_0, vg + (size_t)i * kv->k_row_bytes, vrow, hd);
+        const uint8_t *vg = kv->v + ((size_t)g * nr + (size_t)w.c0) * kv->k_row_bytes;
+        for (size_t i = 0; i < n; i++) {
+            quant_dequant_row(G4_TYPE_Q8_0, vg + i * kv->k_row_bytes, vrow, hd);
             for (int j = 0; j < nq; j++) {
-                const float pj = kq[(size_t)j * (size_t)n + (size_t)i];
+                const float pj = kq[(size_t)j * nw + off + i];
                 float *oj = out + (size_t)j * (size_t)hd;
                 for (int d = 0; d < hd; d++) oj[d] += pj * vrow[d];
             }
         }
         return;
     }
-    const size_t esz = s->kv_type == G4_TYPE_F16 ? 2 : 4;
     const int vdt = kdt; /* F16 -> F16, F32 -> F32 */
-    const size_t pq_rb = kern_act_row_bytes(vdt, n);
-    const uint8_t *vg = kv->v + ((size_t)g * (size_t)hd * nr + (size_t)c0) * esz; /* [hd] rows, stride nr */
-    for (int j = 0; j < nq; j++) kern->quantize_act[vdt](kq + (size_t)j * (size_t)n, pq + (size_t)j * pq_rb, n);
-    kern->matmul[s->kv_type](out, (size_t)hd, vg, nr * esz, pq, pq_rb, n, 0, hd, nq);
+    const size_t pq_rb = kern_act_row_bytes(vdt, w.nw);
+    size_t v_stride;
+    const uint8_t *vg = v_hull(s, kv, &w, g, hd, ws, &v_stride); /* [hd] rows of nw cells */
+    for (int j = 0; j < nq; j++) kern->quantize_act[vdt](kq + (size_t)j * nw, pq + (size_t)j * pq_rb, w.nw);
+    kern->matmul[s->kv_type](out, (size_t)hd, vg, v_stride, pq, pq_rb, w.nw, 0, hd, nq);
 }
 
 static void attn_task(void *vctx, int64_t i0, int64_t i1, int thread) {

@@ -25,7 +25,8 @@ typedef struct g4_kv_slot {
      * V: F32/F16: transposed, [n_head_kv][head_dim][n_rows] elements (one row per channel,
      *    as llama.cpp's non-flash V cache), so V_head . p is again a matmul over cells;
      *    Q8_0: [n_head_kv][n_rows] rows of k_row_bytes (blocks cannot be transposed).
-     * Full layers: n_rows = n_cells = n_ctx, position p in cell p.
+     * Full layers: n_cells = n_ctx, position p in cell p; n_rows = n_ctx rounded up to 32
+     *    (attention reads 32-aligned cell ranges; cells never written are zero in V).
      * Sliding layers: a mirrored ring, n_rows = 2 * n_cells: position p is written to cells
      *    p % n_cells and p % n_cells + n_cells, so any window of <= n_cells positions is one
      *    contiguous cell range in position order, [lo % n_cells, lo % n_cells + count).
@@ -34,7 +35,7 @@ typedef struct g4_kv_slot {
     uint8_t *k;
     uint8_t *v;
     int32_t  n_cells;     /* n_ctx (full) or min(n_ctx, n_swa + n_ubatch - 1) (sliding) */
-    int32_t  n_rows;      /* n_cells, or 2 * n_cells for a ring */
+    int32_t  n_rows;      /* ceil32(n_cells), or 2 * n_cells for a ring */
     int32_t  n_head_kv;
     int32_t  head_dim;
     int      swa;         /* 1 = mirrored ring */
@@ -74,8 +75,10 @@ struct g4_session {
     size_t   attn_ws_bytes; /*   up to G = max n_head/n_head_kv query heads: kq [G][n_cells] */
     size_t   ws_pq, ws_qq, ws_o; /* f32 at 0, p [G] rows in V's dot type at ws_pq, q [G] rows */
                                  /* in K's dot type at ws_qq, [head_dim_max] f32 at ws_o     */
+    size_t   ws_v;          /* [head_dim_max][ws_v_cells] V hull copy (attention.c v_hull)  */
+    int32_t  ws_v_cells;    /* 0 when every ring holds every hull                           */
     int32_t  head_dim_max;  /* largest head_dim of any layer (rope_cs row stride)           */
-    int32_t  n_cells_max;   /* largest n_cells of any slot                                  */
+    int32_t  n_cells_max;   /* largest n_cells of any slot + 64: bound of a window's hull   */
     float   *logits;        /* [n_logit_rows][n_vocab] after the soft-cap                   */
     int32_t  n_logit_rows;  /* capacity: n_ubatch with logits_all, else 1                   */
     int32_t  n_logits;      /* rows valid from the last eval (0 before the first eval)      */

@@ -113,7 +113,7 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     uint64_t off_k[512], off_v[512];
     int32_t cells[512], rows_of[512];
     size_t krb[512];
-    int32_t n_cells_max = 1;
+    int32_t n_cells_max = 1, v_hull_max = 0;
     G4_ASSERT(n_slots <= 512 && n_slots <= L);
     for (int i = 0; i < n_slots; i++) {
         const g4_layer *l = &m->layers[i];
@@ -121,8 +121,13 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
         int64_t nc = n_ctx;
         if (l->swa && (int64_t)c->n_swa + n_ub - 1 < nc) nc = (int64_t)c->n_swa + n_ub - 1;
         cells[i] = (int32_t)nc;
-        rows_of[i] = (int32_t)(l->swa ? 2 * nc : nc);
+        /* full layers: rows up to a multiple of 32, so attention's 32-aligned hull of any
+         * window is one row range (attention.c attn_window) */
+        rows_of[i] = (int32_t)(l->swa ? 2 * nc : (nc + 31) / 32 * 32);
         if (nc > n_cells_max) n_cells_max = (int32_t)nc;
+        /* a small ring cannot always hold the hull: attention copies it (ws_v) */
+        const int64_t win = c->n_swa < nc ? c->n_swa : nc;
+        if (l->swa && win + 64 > nc && win + 64 > v_hull_max) v_hull_max = (int32_t)(win + 64);
         krb[i] = quant_row_bytes(kv_type, l->head_dim);
         uint64_t rows;
         if (g4_mul_ovf((uint64_t)l->n_head_kv, (uint64_t)rows_of[i], &rows)) p.ovf = 1;
@@ -144,13 +149,17 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     uint64_t off_rope = plan_take(&p, U * (uint64_t)hd_max, 4);
     uint64_t off_pos = plan_take(&p, U, 4);
     uint64_t off_act = plan_take(&p, U, act_max);
-    /* per-thread attention scratch, for the query heads of one KV head:
-     * kq [gqa][n_cells] | p [gqa] rows (V dot type) | q [gqa] rows (K dot type) | o [hd] */
+    /* per-thread attention scratch, for the query heads of one KV head, over the 32-aligned
+     * hull of a window (at most n_cells + 62 cells, attention.c attn_window):
+     * kq [gqa][hull] | p [gqa] rows (V dot type) | q [gqa] rows (K dot type) | o [hd] |
+     * V hull copy [hd][v_hull_max] (small rings only) */
+    n_cells_max += 64;
     plan w = {0, 0};
     plan_take(&w, (uint64_t)gqa_max * (uint64_t)n_cells_max, 4);
     const uint64_t ws_pq = plan_take(&w, (uint64_t)gqa_max, kern_act_row_bytes(kdt, n_cells_max));
     const uint64_t ws_qq = plan_take(&w, (uint64_t)gqa_max, kern_act_row_bytes(kdt, hd_max));
     const uint64_t ws_o = plan_take(&w, (uint64_t)hd_max, 4);
+    const uint64_t ws_v = plan_take(&w, (uint64_t)hd_max * (uint64_t)v_hull_max, 4);
     plan_take(&w, 0, 1); /* round the per-thread block up to the alignment */
     uint64_t off_ws = plan_take(&p, (uint64_t)n_threads, w.off);
     uint64_t rows_v;
@@ -180,6 +189,9 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     s->kv = (g4_kv_slot *)(void *)(a + off_kv_slots);
     for (int i = 0; i < n_slots; i++) {
         const g4_layer *l = &m->layers[i];
+        /* V cells not yet written are read (times probability 0) by attention's hull:
+         * zero them once, as llama.cpp clears its cache */
+        memset(a + off_v[i], 0, (size_t)l->n_head_kv * (size_t)rows_of[i] * krb[i]);
         s->kv[i] = (g4_kv_slot){
             .k = a + off_k[i], .v = a + off_v[i], .n_cells = cells[i], .n_rows = rows_of[i], .n_head_kv = l->n_head_kv,
             .head_dim = l->head_dim, .swa = l->swa, .k_row_bytes = krb[i],
@@ -205,6 +217,8 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     s->ws_pq = (size_t)ws_pq;
     s->ws_qq = (size_t)ws_qq;
     s->ws_o = (size_t)ws_o;
+    s->ws_v = (size_t)ws_v;
+    s->ws_v_cells = v_hull_max;
     s->head_dim_max = (int32_t)hd_max;
     s->n_cells_max = n_cells_max;
     s->logits = (float *)(void *)(a + off_logits);
