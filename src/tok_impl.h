@@ -24,6 +24,7 @@ enum { /* tokenizer.ggml.token_type values (llama.cpp llama_token_type) */
 #define TOK_MAX_COUNT  (1u << 30)  /* tokens, merges (GGUF_MAX_ARRAY; far below INT32_MAX) */
 #define TOK_MAX_TMPL   (1u << 20)  /* chat template bytes inspected for markers (#49) */
 #define TOK_MAX_EOG    8
+#define TOK_TEXT_PAD   16
 
 typedef struct tok_slot {  /* text -> id hash slot; id -1 = empty */
     uint64_t key;          /* len <= 8: the text itself (tok_word), so a probe reads nothing
@@ -43,7 +44,8 @@ struct g4_vocab {
     g4_log_fn    log;
     void        *log_ud;
     int32_t      n;            /* tokens */
-    char        *text;         /* [text_bytes] all token texts, each followed by a NUL */
+    char        *text;         /* [text_bytes] all token texts, each followed by a NUL, then
+                                * TOK_TEXT_PAD zero bytes (word loads past a text) */
     size_t       text_bytes;
     uint32_t    *off;          /* [n+1] text of token i is text[off[i] .. off[i+1]-1) */
     uint8_t     *type;         /* [n] token type, EOG texts promoted to TT_CONTROL */

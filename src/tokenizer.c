@@ -172,15 +172,16 @@ static g4_status load_tokens(g4_vocab *v, const gguf_file *f, char *err, size_t 
         return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.tokens: %llu tokens (need 1..%u)",
                        fn, (unsigned long long)kv->n, TOK_MAX_COUNT);
     size_t nt = (size_t)kv->n;
-    v->text = g4_malloc(&v->al, kv->soff[nt]);
-    if (v->text) v->text_bytes = kv->soff[nt];
+    v->text = g4_malloc(&v->al, (size_t)kv->soff[nt] + TOK_TEXT_PAD);
+    if (v->text) v->text_bytes = (size_t)kv->soff[nt] + TOK_TEXT_PAD;
     v->off = g4_malloc(&v->al, (nt + 1) * sizeof *v->off);
     v->type = g4_calloc(&v->al, nt, 1);
     if (v->off && v->type) v->n = (int32_t)nt; /* sizes for tok_vocab_free */
     else { g4_free(&v->al, v->off, (nt + 1) * sizeof *v->off); g4_free(&v->al, v->type, nt); v->off = NULL; v->type = NULL; }
     if (!v->text || !v->off || !v->type)
         return g4_errf(G4_ERR_NOMEM, err, errlen, "%s: out of memory for %zu tokens", fn, nt);
-    memcpy(v->text, kv->sblob, v->text_bytes);
+    memcpy(v->text, kv->sblob, kv->soff[nt]);
+    memset(v->text + kv->soff[nt], 0, TOK_TEXT_PAD);
     memcpy(v->off, kv->soff, ((size_t)v->n + 1) * sizeof *v->off);
 
     /* token_type: required (byte fallback needs the byte-type tokens) */
@@ -312,6 +313,8 @@ typedef struct merge_job {
     int32_t        *res;      /* [n] result ids (v->merge_id) */
     int64_t        *first_bad;/* [n_threads] lowest bad rank seen by each thread */
     int             guess;    /* no duplicate texts: results may be guessed (merge_resolve) */
+    int             direct;   /* one thread, in rank order: insert into v->mtab (keys unused) */
+    const char     *blob_end; /* the end of the merge strings */
 } merge_job;
 
 /* splits merge r at the first space after its first byte (llama.cpp: find(' ', 1)); 0 if
@@ -346,13 +349,79 @@ typedef struct merge_q {     /* one merge in flight in merge_resolve */
     uint64_t    h[2], key[2];/* left, right */
     int32_t     id[2];       /* after stage 2: the id, -1, or -2: a candidate to verify */
     uint32_t    at[2];       /* the candidate's slot */
+    uint64_t    mk;          /* after stage 3 (direct): the merge table key, UINT64_MAX = bad */
+    size_t      mi;          /* and its home slot */
 } merge_q;
+
+static inline uint64_t low_bytes(size_t k) { /* the low k <= 8 bytes of a word */
+    return k >= 8 ? ~(uint64_t)0 : ((uint64_t)1 << (8 * k)) - 1;
+}
+
+/* tok_hash of p[0..k), 1 <= k <= 16, for p with 16 readable bytes */
+static inline uint64_t hash16(const char *p, size_t k, uint64_t *key) {
+    uint64_t w0 = tok_load64(p), wl = tok_load64(p + (k > 8 ? k - 8 : 0)), ks = w0 & low_bytes(k);
+    uint64_t hs = tok_hash_step(k, ks), hl = tok_hash_step(tok_hash_step(k, w0), wl);
+    uint64_t h = tok_mix(k <= 8 ? hs : hl);
+    *key = k <= 8 ? ks : h >> 32;
+    return h;
+}
+
+/* q_word(m, na, 1, p) for m with p + 9 readable bytes, without branches */
+static inline uint64_t cat_word(const char *m, size_t na, size_t p) {
+    uint64_t lo = tok_load64(m + p), hi = tok_load64(m + p + 1), mk = low_bytes(na > p ? na - p : 0);
+    return (lo & mk) | (hi & ~mk);
+}
+
+/* token g has the n <= 15 byte text whose first word is c0 and whose word at
+ * n - 8 is cl (n > 8); reads up to 16 bytes past the text (TOK_TEXT_PAD) */
+static inline int text_is16(const g4_vocab *v, int32_t g, size_t n, uint64_t c0, uint64_t cl) {
+    const char *t = v->text + v->off[g];
+    uint64_t t0 = tok_load64(t), tl = tok_load64(t + (n > 8 ? n - 8 : 0));
+    return (v->off[g + 1] - v->off[g] - 1 == n) & ((t0 & low_bytes(n)) == (c0 & low_bytes(n))) & (n <= 8 || tl == cl);
+}
+
+/* Stage 1 of merge_resolve for a merge string m of 3..16 bytes with 32 readable bytes:
+ * split, hash the pieces, guess the result (last or last + 1); -2 when the guess fails. */
+static inline int32_t stage1_short(const g4_vocab *v, merge_q *e, const char *m, size_t len, int32_t last) {
+    uint64_t w0 = tok_load64(m), w1 = tok_load64(m + 8);
+    uint64_t b0 = spaces8(w0) & low_bytes(len) & ~(uint64_t)0x80, b1 = spaces8(w1) & low_bytes(len > 8 ? len - 8 : 0);
+    uint64_t b = b0 | b1;
+    e->ok = 0;
+    if (!b || (b0 && b1) || (b & (b - 1))) return -1;
+    size_t sp = (size_t)(b0 ? __builtin_ctzll(b0) : 64 + __builtin_ctzll(b1)) / 8;
+    if (sp + 1 == len) return -1;
+    e->ok = 1;
+    e->s = m;
+    e->nl = sp;
+    e->nr = len - sp - 1;
+    e->h[0] = hash16(m, sp, &e->key[0]);
+    e->h[1] = hash16(m + sp + 1, e->nr, &e->key[1]);
+    size_t n = len - 1;
+    uint64_t c0 = cat_word(m, sp, 0), cl = cat_word(m, sp, n > 8 ? n - 8 : 0);
+    if (last >= 0 && last < v->n && text_is16(v, last, n, c0, cl)) return last;
+    if (last + 1 < v->n && text_is16(v, last + 1, n, c0, cl)) return last + 1;
+    return -2;
+}
 
 /* token g's text is the concatenation of merge string m's pieces (m[0..na), m[na+1..n+1)) */
 static inline int cat_is(const g4_vocab *v, int32_t g, const char *m, size_t na, size_t n, uint64_t word) {
     if (g < 0 || g >= v->n || tok_len(v, g) != n) return 0;
     const char *t = tok_str(v, g);
     return n <= 8 ? tok_word(t, n) == word : q_text_eq(t, m, n, na, 1);
+}
+
+/* inserts merge rank (key from its pieces) at or after slot i; a repeated pair keeps its first
+ * (lowest) rank, as ranks arrive in order */
+static inline void mtab_put(const g4_vocab *v, uint64_t key, size_t i, int32_t rank) {
+    for (;; i = (i + 1) & v->mtab_mask) {
+        tok_merge *m = &v->mtab[i];
+        if (m->key == key) return;
+        if (m->key == UINT64_MAX) { m->key = key; m->rank = rank; m->id = v->merge_id[rank]; return; }
+    }
+}
+
+static inline size_t mtab_home(const g4_vocab *v, uint64_t key) {
+    return (size_t)(tok_mix(key * 0x9e3779b97f4a7c15ull) & v->mtab_mask);
 }
 
 static void merge_resolve(void *ctx, int64_t i0, int64_t i1, int thread) {
@@ -368,13 +437,19 @@ static void merge_resolve(void *ctx, int64_t i0, int64_t i1, int thread) {
      * miss on the real vocabulary, in a three-stage pipeline: merge r is hashed and its slots
      * prefetched (stage 1); DA merges later its slots are probed, and where a text longer
      * than 8 bytes is to be compared its text is prefetched (stage 2); DB merges after that
-     * the texts are compared (stage 3). */
-    enum { R = 32, DA = 8, DB = 8 }; /* R >= DA + DB */
+     * the texts are compared (stage 3) and, inserting directly, the merge table slot is
+     * prefetched; DC merges after that the merge is inserted (stage 4). */
+    enum { R = 32, DA = 8, DB = 8, DC = 8 }; /* R >= DA + DB + DC */
     merge_q q[R];
     int32_t last = -1; /* the last result found */
-    for (int64_t r = i0; r < i1 + DA + DB; r++) {
-        int64_t r3 = r - DA - DB, r2 = r - DA;
-        if (r3 >= i0) { /* stage 3 */
+    const int64_t end = i1 + DA + DB + (J->direct ? DC : 0);
+    for (int64_t r = i0; r < end; r++) {
+        int64_t r4 = r - DA - DB - DC, r3 = r - DA - DB, r2 = r - DA;
+        if (J->direct && r4 >= i0) { /* stage 4 */
+            merge_q *e = &q[r4 % R];
+            if (e->mk != UINT64_MAX) mtab_put(v, e->mk, e->mi, (int32_t)r4);
+        }
+        if (r3 >= i0 && r3 < i1) { /* stage 3 */
             merge_q *e = &q[r3 % R];
             if (e->ok)
                 for (int k = 0; k < 2; k++) {
@@ -386,11 +461,20 @@ static void merge_resolve(void *ctx, int64_t i0, int64_t i1, int thread) {
                                    ? sl->id : q_probe(v, tab, mask, m, n, 0, 0, e->key[k], (e->at[k] + 1) & mask);
                 }
             int32_t l = e->ok ? e->id[0] : -1, rt = e->ok ? e->id[1] : -1;
+            uint64_t key = UINT64_MAX;
             if (l < 0 || rt < 0) {
-                J->keys[r3] = UINT64_MAX;
                 if (r3 < J->first_bad[thread]) J->first_bad[thread] = r3;
             } else {
-                J->keys[r3] = (uint64_t)(uint32_t)l << 32 | (uint32_t)rt;
+                key = (uint64_t)(uint32_t)l << 32 | (uint32_t)rt;
+            }
+            if (J->direct) {
+                e->mk = key;
+                if (key != UINT64_MAX) {
+                    e->mi = mtab_home(v, key);
+                    __builtin_prefetch(&v->mtab[e->mi], 1);
+                }
+            } else {
+                J->keys[r3] = key;
             }
         }
         if (r2 >= i0 && r2 < i1) { /* stage 2 */
@@ -416,19 +500,29 @@ static void merge_resolve(void *ctx, int64_t i0, int64_t i1, int thread) {
         }
         if (r < i1) { /* stage 1 */
             merge_q *e = &q[r % R];
-            const char *rp;
-            e->ok = merge_split(J->kv, (size_t)r, &e->s, &e->nl, &rp, &e->nr);
+            int32_t res = -1;
+            uint64_t len;
+            const char *m = gguf_arr_str(J->kv, (uint64_t)r, &len);
+            if (len >= 3 && len <= 16 && m + 32 <= J->blob_end && J->guess) {
+                res = stage1_short(v, e, m, (size_t)len, last);
+            } else {
+                const char *rp;
+                e->ok = merge_split(J->kv, (size_t)r, &e->s, &e->nl, &rp, &e->nr);
+                if (e->ok) {
+                    e->h[0] = tok_hash(e->s, e->nl, &e->key[0]);
+                    e->h[1] = tok_hash(rp, e->nr, &e->key[1]);
+                    size_t nl = e->nl, n = nl + e->nr;
+                    uint64_t word = n <= 8 ? tok_word(e->s, nl) | tok_word(rp, e->nr) << (8 * nl) : 0;
+                    res = -2;
+                    if (J->guess && cat_is(v, last, e->s, nl, n, word)) res = last;
+                    else if (J->guess && cat_is(v, last + 1, e->s, nl, n, word)) res = last + 1;
+                }
+            }
             if (e->ok) {
-                e->h[0] = tok_hash(e->s, e->nl, &e->key[0]);
-                e->h[1] = tok_hash(rp, e->nr, &e->key[1]);
                 for (int k = 0; k < 2; k++) __builtin_prefetch(&tab[(uint32_t)e->h[k] & mask]);
-                size_t nl = e->nl, n = nl + e->nr;
-                uint64_t word = n <= 8 ? tok_word(e->s, nl) | tok_word(rp, e->nr) << (8 * nl) : 0, key;
-                int32_t res;
-                if (J->guess && cat_is(v, last, e->s, nl, n, word)) res = last;
-                else if (J->guess && cat_is(v, last + 1, e->s, nl, n, word)) res = last + 1;
-                else {
-                    uint64_t h = q_hash(e->s, n, nl, 1, &key);
+                if (res == -2) { /* not guessed */
+                    size_t nl = e->nl, n = nl + e->nr;
+                    uint64_t key, h = q_hash(e->s, n, nl, 1, &key);
                     res = q_probe(v, tab, mask, e->s, n, nl, 1, key, (uint32_t)h & mask);
                 }
                 J->res[r] = res;
@@ -452,10 +546,10 @@ static g4_status load_merges(g4_vocab *v, const gguf_file *f, g4_pool *pool, cha
     if (v->mtab) v->mtab_mask = sz - 1;
     v->merge_id = nm ? g4_malloc(&v->al, nm * sizeof *v->merge_id) : NULL;
     if (v->merge_id) v->n_merges = (int32_t)nm;
-    int nt = pool_n_threads(pool);
-    uint64_t *keys = nm ? g4_malloc(&v->al, nm * sizeof *keys) : NULL;
+    int nt = pool_n_threads(pool), direct = nt == 1;
+    uint64_t *keys = nm && !direct ? g4_malloc(&v->al, nm * sizeof *keys) : NULL;
     int64_t *first_bad = g4_malloc(&v->al, (size_t)nt * sizeof *first_bad);
-    if (!v->mtab || (nm && (!v->merge_id || !keys)) || !first_bad) {
+    if (!v->mtab || (nm && (!v->merge_id || (!direct && !keys))) || !first_bad) {
         g4_free(&v->al, keys, nm * sizeof *keys);
         g4_free(&v->al, first_bad, (size_t)nt * sizeof *first_bad);
         return g4_errf(G4_ERR_NOMEM, err, errlen, "%s: out of memory for %zu merges", fn, nm);
@@ -463,8 +557,9 @@ static g4_status load_merges(g4_vocab *v, const gguf_file *f, g4_pool *pool, cha
     want_huge_pages(&v->al, v->mtab, sz * sizeof *v->mtab);
     memset(v->mtab, 0xff, sz * sizeof *v->mtab);
     for (int t = 0; t < nt; t++) first_bad[t] = INT64_MAX;
-    merge_job job = {v, kv, keys, v->merge_id, first_bad, !v->n_dup};
-    pool_for(pool, (int64_t)nm, 4096, merge_resolve, &job);
+    merge_job job = {v, kv, keys, v->merge_id, first_bad, !v->n_dup, direct, kv->sblob + (nm ? kv->soff[nm] : 0)};
+    if (direct) merge_resolve(&job, 0, (int64_t)nm, 0);
+    else pool_for(pool, (int64_t)nm, 4096, merge_resolve, &job);
     int64_t bad = INT64_MAX;
     for (int t = 0; t < nt; t++) if (first_bad[t] < bad) bad = first_bad[t];
     g4_free(&v->al, first_bad, (size_t)nt * sizeof *first_bad);
@@ -483,22 +578,16 @@ static g4_status load_merges(g4_vocab *v, const gguf_file *f, g4_pool *pool, cha
         return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.merges[%lld] '%s': %s piece is not a token",
                        fn, (long long)bad, esc(s, nl + nr + 1, e, sizeof e), left_ok ? "right" : "left");
     }
-    /* insert in rank order: a duplicate pair keeps its first (lowest) rank */
-    enum { BLK = 64 };
-    size_t mi[BLK];
-    for (size_t r0 = 0; r0 < nm; r0 += BLK) {
-        size_t nb = nm - r0 < BLK ? nm - r0 : BLK;
-        for (size_t j = 0; j < nb; j++) {
-            mi[j] = (size_t)(tok_mix(keys[r0 + j] * 0x9e3779b97f4a7c15ull) & v->mtab_mask);
-            __builtin_prefetch(&v->mtab[mi[j]], 1);
-        }
-        for (size_t j = 0; j < nb; j++) {
-            uint64_t key = keys[r0 + j];
-            for (size_t i = mi[j];; i = (i + 1) & v->mtab_mask) {
-                tok_merge *m = &v->mtab[i];
-                if (m->key == key) break;
-                if (m->key == UINT64_MAX) { m->key = key; m->rank = (int32_t)(r0 + j); m->id = v->merge_id[r0 + j]; break; }
+    if (!direct) { /* insert in rank order: a duplicate pair keeps its first (lowest) rank */
+        enum { BLK = 64 };
+        size_t mi[BLK];
+        for (size_t r0 = 0; r0 < nm; r0 += BLK) {
+            size_t nb = nm - r0 < BLK ? nm - r0 : BLK;
+            for (size_t j = 0; j < nb; j++) {
+                mi[j] = mtab_home(v, keys[r0 + j]);
+                __builtin_prefetch(&v->mtab[mi[j]], 1);
             }
+            for (size_t j = 0; j < nb; j++) mtab_put(v, keys[r0 + j], mi[j], (int32_t)(r0 + j));
         }
     }
     g4_free(&v->al, keys, nm * sizeof *keys);
