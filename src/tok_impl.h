@@ -26,15 +26,15 @@ enum { /* tokenizer.ggml.token_type values (llama.cpp llama_token_type) */
 #define TOK_MAX_EOG    8
 #define TOK_TEXT_PAD   16
 
-typedef struct tok_slot {  /* text -> id hash slot; id -1 = empty */
+typedef struct tok_slot {  /* text -> id hash slot; len 0 = empty (empty texts are not stored) */
     uint64_t key;          /* len <= 8: the text itself (tok_word), so a probe reads nothing
                             * else; len > 8: text offset << 32 | high 32 bits of the hash */
     int32_t  id;
     uint32_t len;
 } tok_slot;
 
-typedef struct tok_merge { /* (left id, right id) -> rank; key UINT64_MAX = empty */
-    uint64_t key;          /* (uint64)left << 32 | right */
+typedef struct tok_merge { /* (left id, right id) -> rank; key 0 = empty */
+    uint64_t key;          /* ~((uint64)left << 32 | right) */
     int32_t  rank;         /* index in tokenizer.ggml.merges (lower merges first) */
     int32_t  id;           /* token of left+right, or -1 if that text is not a token */
 } tok_merge;
@@ -44,6 +44,8 @@ struct g4_vocab {
     g4_log_fn    log;
     void        *log_ud;
     int32_t      n;            /* tokens */
+    void        *block;        /* [block_bytes] one allocation: tab, mtab, merge_id, off, text, type */
+    size_t       block_bytes;
     char        *text;         /* [text_bytes] all token texts, each followed by a NUL, then
                                 * TOK_TEXT_PAD zero bytes (word loads past a text) */
     size_t       text_bytes;
@@ -141,8 +143,8 @@ static inline int32_t tok_merge_find(const g4_vocab *v, int32_t l, int32_t r, in
     size_t i = (size_t)(tok_mix(key * 0x9e3779b97f4a7c15ull) & v->mtab_mask);
     for (;;) {
         const tok_merge *e = &v->mtab[i];
-        if (e->key == key) { *res = e->id; return e->rank; }
-        if (e->key == UINT64_MAX) return -1;
+        if (e->key == ~key) { *res = e->id; return e->rank; }
+        if (e->key == 0) return -1;
         i = (i + 1) & v->mtab_mask;
     }
 }

@@ -21,6 +21,7 @@
 #include "pool.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -87,7 +88,7 @@ static inline int32_t q_probe(const g4_vocab *v, const tok_slot *tab, uint32_t m
                               size_t na, int split, uint64_t key, uint32_t i) {
     for (;; i = (i + 1) & mask) {
         const tok_slot *e = &tab[i];
-        if (e->id < 0) return -1;
+        if (e->len == 0) return -1;
         if (e->len != n) continue;
         if (n <= 8) {
             if (e->key == key) return e->id;
@@ -110,7 +111,7 @@ static int32_t tab_put(g4_vocab *v, tok_slot *tab, uint32_t mask, int32_t id, ui
     if (n > 8) key = (uint64_t)v->off[id] << 32 | (uint32_t)key;
     for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
         tok_slot *e = &tab[i];
-        if (e->id < 0) { e->key = key; e->id = id; e->len = (uint32_t)n; return -1; }
+        if (e->len == 0) { e->key = key; e->id = id; e->len = (uint32_t)n; return -1; }
         if (e->len != n) continue;
         if (n <= 8 ? e->key == key
                    : (uint32_t)e->key == (uint32_t)key && memcmp(tok_str(v, e->id), s, n) == 0) {
@@ -123,10 +124,11 @@ static int32_t tab_put(g4_vocab *v, tok_slot *tab, uint32_t mask, int32_t id, ui
 }
 
 /* The two big tables (8 MiB text -> id, 16 MiB merges for the real vocabulary) are probed at
- * random while loading and encoding; with 4 KiB pages nearly every probe is also a TLB miss.
- * Ask for transparent huge pages where the kernel leaves it to madvise (about 15% faster
- * loads measured), only for memory from the default libc allocator: a caller's allocator
- * owns its memory policy. Advisory; errors are ignored. */
+ * random while loading and encoding; with 4 KiB pages nearly every probe is also a TLB miss,
+ * and the ~30 MiB block holding them (zeroed_block) would take ~7000 page faults. Ask for
+ * transparent huge pages where the kernel leaves it to madvise, only for memory from the
+ * default libc allocator: a caller's allocator owns its memory policy. Advisory; errors are
+ * ignored. */
 static void want_huge_pages(const g4_allocator *al, void *p, size_t n) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     const uintptr_t huge = (uintptr_t)2 << 20;
@@ -136,6 +138,16 @@ static void want_huge_pages(const g4_allocator *al, void *p, size_t n) {
 #else
     (void)al; (void)p; (void)n;
 #endif
+}
+
+/* Zeroed memory for the vocabulary's big arrays, in one block. From the default libc
+ * allocator it comes from calloc, which skips clearing fresh pages, with huge pages asked
+ * for (above); a caller's allocator gets g4_calloc. */
+static void *zeroed_block(const g4_allocator *al, size_t n) {
+    if (al->fn != g4_libc_alloc) return g4_calloc(al, 1, n);
+    void *p = calloc(1, n);
+    want_huge_pages(al, p, n);
+    return p;
 }
 
 /* table sizes: n <= 2 * TOK_MAX_COUNT = 2^31, so the result fits in 32 bits */
@@ -149,12 +161,7 @@ static uint32_t pow2_at_least(uint64_t n) {
 void tok_vocab_free(g4_vocab *v) {
     if (!v) return;
     const g4_allocator al = v->al;
-    g4_free(&al, v->text, v->text_bytes);
-    g4_free(&al, v->off, ((size_t)v->n + 1) * sizeof *v->off);
-    g4_free(&al, v->type, (size_t)v->n);
-    g4_free(&al, v->tab, ((size_t)v->tab_mask + 1) * sizeof *v->tab);
-    if (v->mtab) g4_free(&al, v->mtab, (v->mtab_mask + 1) * sizeof *v->mtab);
-    g4_free(&al, v->merge_id, (size_t)v->n_merges * sizeof *v->merge_id);
+    g4_free(&al, v->block, v->block_bytes);
     g4_free(&al, v->spec, (size_t)v->n_spec * sizeof *v->spec);
     if (v->stab) g4_free(&al, v->stab, ((size_t)v->stab_mask + 1) * sizeof *v->stab);
     g4_free(&al, v->suppress, v->n_suppress * sizeof *v->suppress);
@@ -172,16 +179,33 @@ static g4_status load_tokens(g4_vocab *v, const gguf_file *f, char *err, size_t 
         return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.tokens: %llu tokens (need 1..%u)",
                        fn, (unsigned long long)kv->n, TOK_MAX_COUNT);
     size_t nt = (size_t)kv->n;
-    v->text = g4_malloc(&v->al, (size_t)kv->soff[nt] + TOK_TEXT_PAD);
-    if (v->text) v->text_bytes = (size_t)kv->soff[nt] + TOK_TEXT_PAD;
-    v->off = g4_malloc(&v->al, (nt + 1) * sizeof *v->off);
-    v->type = g4_calloc(&v->al, nt, 1);
-    if (v->off && v->type) v->n = (int32_t)nt; /* sizes for tok_vocab_free */
-    else { g4_free(&v->al, v->off, (nt + 1) * sizeof *v->off); g4_free(&v->al, v->type, nt); v->off = NULL; v->type = NULL; }
-    if (!v->text || !v->off || !v->type)
-        return g4_errf(G4_ERR_NOMEM, err, errlen, "%s: out of memory for %zu tokens", fn, nt);
+    /* one zeroed block: the text and merge tables (empty slots are zero), merge results,
+     * offsets, texts, types; the merge count is read here and validated by load_merges */
+    const gguf_kv *mk = gguf_find(f, "tokenizer.ggml.merges");
+    uint64_t nm = mk && mk->type == GGUF_ARRAY && mk->arr_type == GGUF_STRING && mk->n <= TOK_MAX_COUNT ? mk->n : 0;
+    uint32_t tsz = pow2_at_least((uint64_t)nt * 2), msz = pow2_at_least(nm * 2);
+    uint64_t part[6] = {(uint64_t)tsz * sizeof *v->tab, (uint64_t)msz * sizeof *v->mtab, nm * sizeof *v->merge_id,
+                        ((uint64_t)nt + 1) * sizeof *v->off, (uint64_t)kv->soff[nt] + TOK_TEXT_PAD, nt};
+    uint64_t at[6], total = 0;
+    for (int i = 0; i < 6; i++) {
+        at[i] = total;
+        total += (part[i] + 63) & ~(uint64_t)63;
+    }
+    v->block = total <= SIZE_MAX ? zeroed_block(&v->al, (size_t)total) : NULL;
+    if (!v->block) return g4_errf(G4_ERR_NOMEM, err, errlen, "%s: out of memory for %zu tokens", fn, nt);
+    v->block_bytes = (size_t)total;
+    char *b = v->block;
+    v->tab = (tok_slot *)(void *)(b + at[0]);
+    v->tab_mask = tsz - 1;
+    v->mtab = (tok_merge *)(void *)(b + at[1]);
+    v->mtab_mask = msz - 1;
+    v->merge_id = nm ? (int32_t *)(void *)(b + at[2]) : NULL;
+    v->off = (uint32_t *)(void *)(b + at[3]);
+    v->text = b + at[4];
+    v->text_bytes = (size_t)part[4];
+    v->type = (uint8_t *)(b + at[5]);
+    v->n = (int32_t)nt;
     memcpy(v->text, kv->sblob, kv->soff[nt]);
-    memset(v->text + kv->soff[nt], 0, TOK_TEXT_PAD);
     memcpy(v->off, kv->soff, ((size_t)v->n + 1) * sizeof *v->off);
 
     /* token_type: required (byte fallback needs the byte-type tokens) */
@@ -225,14 +249,8 @@ static g4_status load_tokens(g4_vocab *v, const gguf_file *f, char *err, size_t 
     return G4_OK;
 }
 
-static g4_status build_text_table(g4_vocab *v, const gguf_file *f, char *err, size_t errlen) {
+static void build_text_table(g4_vocab *v, const gguf_file *f) {
     const char *fn = gguf_name(f);
-    uint32_t sz = pow2_at_least((uint64_t)v->n * 2);
-    v->tab = g4_malloc(&v->al, (size_t)sz * sizeof *v->tab);
-    if (!v->tab) return g4_errf(G4_ERR_NOMEM, err, errlen, "%s: out of memory for the token table", fn);
-    want_huge_pages(&v->al, v->tab, (size_t)sz * sizeof *v->tab);
-    memset(v->tab, 0xff, (size_t)sz * sizeof *v->tab);
-    v->tab_mask = sz - 1;
     int32_t n_dup = 0;
     char msg[256];
     size_t mo = 0;
@@ -264,7 +282,6 @@ static g4_status build_text_table(g4_vocab *v, const gguf_file *f, char *err, si
         char ch = (char)c;
         v->ascii_id[c] = tok_find(v, &ch, 1);
     }
-    return G4_OK;
 }
 
 /* ==== Byte tokens ==== */
@@ -415,8 +432,8 @@ static inline int cat_is(const g4_vocab *v, int32_t g, const char *m, size_t na,
 static inline void mtab_put(const g4_vocab *v, uint64_t key, size_t i, int32_t rank) {
     for (;; i = (i + 1) & v->mtab_mask) {
         tok_merge *m = &v->mtab[i];
-        if (m->key == key) return;
-        if (m->key == UINT64_MAX) { m->key = key; m->rank = rank; m->id = v->merge_id[rank]; return; }
+        if (m->key == ~key) return;
+        if (m->key == 0) { m->key = ~key; m->rank = rank; m->id = v->merge_id[rank]; return; }
     }
 }
 
@@ -487,9 +504,9 @@ static void merge_resolve(void *ctx, int64_t i0, int64_t i1, int thread) {
                     const tok_slot *sl;
                     for (;; i = (i + 1) & mask) { /* stops at a slot that may hold the text, or an empty one */
                         sl = &tab[i];
-                        if ((sl->len == n && ((sl->key ^ key) & km) == 0) | (sl->id < 0)) break;
+                        if ((sl->len == n && ((sl->key ^ key) & km) == 0) | (sl->len == 0)) break;
                     }
-                    int32_t id = sl->id;
+                    int32_t id = sl->len ? sl->id : -1;
                     int vfy = n > 8 && id >= 0;
                     const char *t = v->text + (vfy ? sl->key >> 32 : 0);
                     __builtin_prefetch(t);
@@ -540,22 +557,17 @@ static g4_status load_merges(g4_vocab *v, const gguf_file *f, g4_pool *pool, cha
     if (kv->n > TOK_MAX_COUNT)
         return g4_errf(G4_ERR_FORMAT, err, errlen, "%s: tokenizer.ggml.merges: %llu merges (limit %u)", fn,
                        (unsigned long long)kv->n, TOK_MAX_COUNT);
-    size_t nm = (size_t)kv->n;
-    size_t sz = pow2_at_least((uint64_t)nm * 2);
-    v->mtab = g4_malloc(&v->al, sz * sizeof *v->mtab);
-    if (v->mtab) v->mtab_mask = sz - 1;
-    v->merge_id = nm ? g4_malloc(&v->al, nm * sizeof *v->merge_id) : NULL;
-    if (v->merge_id) v->n_merges = (int32_t)nm;
+    size_t nm = (size_t)kv->n; /* the tables in v->block were sized for this count (load_tokens) */
+    G4_ASSERT((nm == 0 || v->merge_id) && v->mtab_mask + 1 == pow2_at_least((uint64_t)nm * 2));
+    v->n_merges = (int32_t)nm;
     int nt = pool_n_threads(pool), direct = nt == 1;
     uint64_t *keys = nm && !direct ? g4_malloc(&v->al, nm * sizeof *keys) : NULL;
     int64_t *first_bad = g4_malloc(&v->al, (size_t)nt * sizeof *first_bad);
-    if (!v->mtab || (nm && (!v->merge_id || (!direct && !keys))) || !first_bad) {
+    if ((nm && !direct && !keys) || !first_bad) {
         g4_free(&v->al, keys, nm * sizeof *keys);
         g4_free(&v->al, first_bad, (size_t)nt * sizeof *first_bad);
         return g4_errf(G4_ERR_NOMEM, err, errlen, "%s: out of memory for %zu merges", fn, nm);
     }
-    want_huge_pages(&v->al, v->mtab, sz * sizeof *v->mtab);
-    memset(v->mtab, 0xff, sz * sizeof *v->mtab);
     for (int t = 0; t < nt; t++) first_bad[t] = INT64_MAX;
     merge_job job = {v, kv, keys, v->merge_id, first_bad, !v->n_dup, direct, kv->sblob + (nm ? kv->soff[nm] : 0)};
     if (direct) merge_resolve(&job, 0, (int64_t)nm, 0);
@@ -668,10 +680,9 @@ static g4_status load_specials(g4_vocab *v, const gguf_file *f, char *err, size_
     v->spec = g4_malloc(&v->al, (size_t)ns * sizeof *v->spec);
     if (v->spec) v->n_spec = ns;
     uint32_t sz = pow2_at_least((uint64_t)ns * 2);
-    v->stab = g4_malloc(&v->al, (size_t)sz * sizeof *v->stab);
+    v->stab = g4_calloc(&v->al, sz, sizeof *v->stab); /* empty slots are zero */
     if (v->stab) v->stab_mask = sz - 1;
     if (!v->spec || !v->stab) return g4_errf(G4_ERR_NOMEM, err, errlen, "%s: out of memory for special tokens", fn);
-    memset(v->stab, 0xff, (size_t)sz * sizeof *v->stab);
     ns = 0;
     for (int32_t i = 0; i < v->n; i++) {
         int t = v->type[i];
@@ -791,7 +802,7 @@ g4_status tok_vocab_load_pool(g4_vocab **out, const gguf_file *f, const g4_alloc
         memcpy(v->model, model, (size_t)mlen);
         st = load_tokens(v, f, err, errlen);
     }
-    if (st == G4_OK) st = build_text_table(v, f, err, errlen);
+    if (st == G4_OK) build_text_table(v, f);
     if (st == G4_OK) st = build_byte_table(v, f, err, errlen);
     if (st == G4_OK) st = load_merges(v, f, pool, err, errlen);
     if (st == G4_OK) st = load_specials(v, f, err, errlen);
