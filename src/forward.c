@@ -228,7 +228,11 @@ typedef struct geglu_ctx {
 static void geglu_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     (void)thread;
     geglu_ctx *c = vctx;
-    for (int64_t i = i0; i < i1; i++) c->gate[i] = forward_gelu(c->tab, c->gate[i]) * c->up[i];
+    /* ref: vec.h ggml_vec_geglu_f32 (GGML_GELU_FP16): x <= -10 gives +0 whatever up is */
+    for (int64_t i = i0; i < i1; i++) {
+        const float x = c->gate[i];
+        c->gate[i] = x <= -10.0f ? 0.0f : forward_gelu(c->tab, x) * c->up[i];
+    }
 }
 
 /* FFN on rows [r0, T) of cur (ffn_norm output); result ffn_out into cur.

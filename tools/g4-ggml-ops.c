@@ -14,6 +14,9 @@
  * full: proportional with rope_freqs), soft_max_ext on llama.cpp KQ rows (n_kv padded to 256,
  * -inf mask outside the causal / sliding window), GELU (every f16 input and random floats),
  * the logit soft-cap (scale, tanh, scale).
+ * --all adds the ops of src/quant and src/kern: ggml_get_rows of every weight type (the
+ * embedding lookups), the activation conversions (ggml-cpu from_float to F16, BF16, Q8_0,
+ * Q8_1, Q8_K) and one-row dot products (ggml-cpu vec_dot) against every kernel table here.
  * Output: "ok OP (N values)" or "FAIL OP: ..." per op, then "N passed, M failed".
  * Exit status: 0 all bitwise equal, 1 a mismatch, 2 the libraries could not be used.
  */
@@ -26,6 +29,8 @@
 #include <string.h>
 
 #include "forward.h"
+#include "kern/kern.h"
+#include "quant/quant_ref.h"
 
 /* ==== ggml's API, declared locally (ggml.h of llama.cpp de3ff81) ==== */
 
@@ -40,6 +45,13 @@ struct g_init_params { /* struct ggml_init_params */
 typedef void gctx;   /* struct ggml_context */
 typedef void gten;   /* struct ggml_tensor  */
 typedef void ggraph; /* struct ggml_cgraph  */
+
+struct g_traits_cpu { /* struct ggml_type_traits_cpu (ggml-cpu.h) */
+    void (*from_float)(const float *, void *, int64_t);
+    void (*vec_dot)(int, float *, size_t, const void *, size_t, const void *, size_t, int);
+    int      vec_dot_type;
+    int64_t  nrows;
+};
 
 typedef struct gapi {
     gctx  *(*init)(struct g_init_params);
@@ -59,6 +71,9 @@ typedef struct gapi {
     void   (*expand)(ggraph *, gten *);
     int    (*compute)(gctx *, ggraph *, int);
     void   (*cpu_init)(void);
+    gten  *(*get_rows)(gctx *, gten *, gten *);
+    size_t (*quantize_chunk)(int, const float *, void *, int64_t, int64_t, int64_t, const float *);
+    const struct g_traits_cpu *(*traits_cpu)(int);
 } gapi;
 
 static int sym(void *lib, const char *name, void *fp, size_t fp_size) {
@@ -85,7 +100,9 @@ static int load(gapi *g, const char *dir, const char *cpu) {
            SYM(base, "ggml_gelu", g->gelu) && SYM(base, "ggml_soft_max_ext", g->soft_max_ext) &&
            SYM(base, "ggml_rope_ext", g->rope_ext) && SYM(base, "ggml_new_graph", g->new_graph) &&
            SYM(base, "ggml_build_forward_expand", g->expand) &&
-           SYM(lc, "ggml_graph_compute_with_ctx", g->compute) && SYM(lc, "ggml_cpu_init", g->cpu_init);
+           SYM(lc, "ggml_graph_compute_with_ctx", g->compute) && SYM(lc, "ggml_cpu_init", g->cpu_init) &&
+           SYM(base, "ggml_get_rows", g->get_rows) && SYM(base, "ggml_quantize_chunk", g->quantize_chunk) &&
+           SYM(lc, "ggml_get_type_traits_cpu", g->traits_cpu);
 }
 
 static gctx *ctx_new(const gapi *g, size_t bytes) {
@@ -300,9 +317,94 @@ static void t_softcap(const gapi *g, tally *t, float cap) {
     g->free_ctx(c);
 }
 
+/* ==== ops of the kernels and quantizers (src/kern, src/quant; --all) ==== */
+
+static const uint32_t QTYPES[] = { G4_TYPE_F16, G4_TYPE_BF16, G4_TYPE_Q4_0, G4_TYPE_Q4_1, G4_TYPE_Q5_0,
+                                   G4_TYPE_Q5_1, G4_TYPE_Q8_0, G4_TYPE_Q2_K, G4_TYPE_Q3_K, G4_TYPE_Q4_K,
+                                   G4_TYPE_Q5_K, G4_TYPE_Q6_K, G4_TYPE_IQ4_NL, G4_TYPE_IQ4_XS };
+
+/* ggml_get_rows of a quantized matrix (the embedding lookups) against quant_dequant_row */
+static void t_get_rows(const gapi *g, tally *t, uint32_t type) {
+    const int64_t n = 1536, rows = 8;
+    gctx *c = ctx_new(g, 64u << 20);
+    gten *w = g->new_2d(c, (int)type, n, rows), *idx = g->new_1d(c, GGML_TYPE_I32, rows);
+    float *src = malloc((size_t)(n * rows) * sizeof(float)), *got = malloc((size_t)(n * rows) * sizeof(float));
+    int32_t *id = g->get_data(idx);
+    for (int64_t i = 0; i < n * rows; i++) src[i] = rnd_normal() * 0.05f;
+    for (int64_t r = 0; r < rows; r++) id[r] = (int32_t)(rows - 1 - r);
+    const size_t rb = quant_row_bytes(type, n);
+    g->quantize_chunk((int)type, src, g->get_data(w), 0, rows, n, NULL);
+    gten *y = g->get_rows(c, w, idx);
+    if (src && got && run(g, c, y)) {
+        for (int64_t r = 0; r < rows; r++)
+            quant_dequant_row(type, (const uint8_t *)g->get_data(w) + (size_t)id[r] * rb, got + r * n, n);
+        char name[64];
+        snprintf(name, sizeof name, "get_rows %s", quant_traits(type)->name);
+        report(t, name, fdata(g, y), got, n * rows);
+    } else { printf("FAIL get_rows: ggml compute failed\n"); t->fail++; }
+    free(src); free(got);
+    g->free_ctx(c);
+}
+
+/* activation conversion to a dot type: ggml-cpu's from_float against kern quantize_act */
+static void t_act(const gapi *g, tally *t, const g4_kern *k, uint32_t dt) {
+    const int64_t n = 1536 * 2;
+    const size_t rb = kern_act_row_bytes((int)dt, n);
+    float *x = malloc((size_t)n * sizeof(float));
+    uint8_t *a = calloc(1, rb), *b = calloc(1, rb);
+    for (int64_t i = 0; i < n; i++) x[i] = rnd_normal() * (i < n / 2 ? 1.0f : 37.0f);
+    g->traits_cpu((int)dt)->from_float(x, a, n);
+    k->quantize_act[dt](x, b, n);
+    size_t d = 0, first = 0;
+    for (size_t i = 0; i < rb; i++) if (a[i] != b[i]) { if (d++ == 0) first = i; }
+    if (d == 0) { printf("ok   act %s %s (%zu bytes)\n", quant_traits(dt)->name, k->name, rb); t->pass++; }
+    else { printf("FAIL act %s %s: %zu of %zu bytes differ (first at %zu)\n", quant_traits(dt)->name, k->name, d, rb, first); t->fail++; }
+    free(x); free(a); free(b);
+}
+
+/* one weight row . one activation row: ggml-cpu's vec_dot (on its own activation bytes)
+ * against kern matmul with n_tok 1. llama.cpp's mul_mat may use other paths (tinyBLAS,
+ * repacked weights) for the same product; this is the plain one. */
+static void t_vec_dot(const gapi *g, tally *t, const g4_kern *k, uint32_t type) {
+    const int64_t n = 1536, rows = 16;
+    const struct g_traits_cpu *tr = g->traits_cpu((int)type);
+    const uint32_t dt = quant_traits(type)->dot_type;
+    if (!k->matmul[type] || !tr->vec_dot || (uint32_t)tr->vec_dot_type != dt) return;
+    const size_t rb = quant_row_bytes(type, n), ab = kern_act_row_bytes((int)dt, n);
+    float *src = malloc((size_t)(n * rows) * sizeof(float)), *x = malloc((size_t)n * sizeof(float));
+    uint8_t *w = malloc(rb * (size_t)rows), *xa = calloc(1, ab), *xb = calloc(1, ab);
+    float ref[16], got[16];
+    for (int64_t i = 0; i < n * rows; i++) src[i] = rnd_normal() * 0.05f;
+    for (int64_t i = 0; i < n; i++) x[i] = rnd_normal();
+    g->quantize_chunk((int)type, src, w, 0, rows, n, NULL);
+    g->traits_cpu((int)dt)->from_float(x, xa, n);
+    k->quantize_act[dt](x, xb, n);
+    for (int64_t r = 0; r < rows; r++) tr->vec_dot((int)n, &ref[r], 0, w + (size_t)r * rb, 0, xa, 0, 1);
+    k->matmul[type](got, 1, w, rb, xb, ab, n, 0, rows, 1);
+    char name[64];
+    snprintf(name, sizeof name, "vec_dot %s %s", quant_traits(type)->name, k->name);
+    report(t, name, ref, got, rows);
+    free(src); free(x); free(w); free(xa); free(xb);
+}
+
+static void t_kern_all(const gapi *g, tally *t) {
+    for (size_t i = 0; i < sizeof QTYPES / sizeof QTYPES[0]; i++) t_get_rows(g, t, QTYPES[i]);
+    const g4_kern *ks[8];
+    const int nk = kern_list(ks, 8);
+    static const uint32_t DTS[] = { G4_TYPE_F16, G4_TYPE_BF16, G4_TYPE_Q8_0, G4_TYPE_Q8_1, G4_TYPE_Q8_K };
+    for (int j = 0; j < nk; j++) {
+        for (size_t i = 0; i < sizeof DTS / sizeof DTS[0]; i++)
+            if (ks[j]->quantize_act[DTS[i]]) t_act(g, t, ks[j], DTS[i]);
+        t_vec_dot(g, t, ks[j], G4_TYPE_F32);
+        for (size_t i = 0; i < sizeof QTYPES / sizeof QTYPES[0]; i++) t_vec_dot(g, t, ks[j], QTYPES[i]);
+    }
+}
+
 int main(int argc, char **argv) {
+    int all = 0;
+    if (argc > 1 && !strcmp(argv[1], "--all")) { all = 1; argc--; argv++; }
     if (argc < 2 || argc > 3 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        fprintf(stderr, "usage: g4-ggml-ops LIBDIR [libggml-cpu-VARIANT.so]\n");
+        fprintf(stderr, "usage: g4-ggml-ops [--all] LIBDIR [libggml-cpu-VARIANT.so]\n");
         return argc < 2 || argc > 3 ? 2 : 0;
     }
     gapi g;
@@ -333,6 +435,7 @@ int main(int argc, char **argv) {
     t_gelu(&g, &t);
     t_softcap(&g, &t, 30.0f);
     t_softcap(&g, &t, 15.0f);
+    if (all) t_kern_all(&g, &t);
 
     printf("%d passed, %d failed\n", t.pass, t.fail);
     return t.fail ? 1 : 0;
