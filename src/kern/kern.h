@@ -28,6 +28,10 @@ typedef void (*g4_quant_act_fn)(const float *restrict x, void *restrict xq, int6
 typedef struct g4_kern {
     const char     *name;                          /* "scalar", "avx2", "avx512", "neon" */
     g4_matmul_fn    matmul[G4_TYPE_COUNT];         /* by weight type; NULL = not available */
+    /* The same product in the float order llama.cpp uses for tokens that its CPU backend
+     * multiplies in groups of 4 (a batch's first n - n % 4 tokens; its repacked gemm), where
+     * that differs from matmul's (decode) order; NULL = use matmul. */
+    g4_matmul_fn    matmul_grp[G4_TYPE_COUNT];
     g4_quant_act_fn quantize_act[G4_TYPE_COUNT];   /* by dot type: F32, F16, BF16, Q8_0, Q8_1, Q8_K */
 } g4_kern;
 

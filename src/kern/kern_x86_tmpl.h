@@ -117,13 +117,14 @@ DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16)
  * |s| x sign(a, s) as u8 x s8 (|s| <= 128 so pairs stay below 2^15). */
 /* da: the activation block scales of this row segment as f32, da[t*KDA_MAX + i] (filled
  * once per token group by the matmul driver instead of one f16 conversion per row). */
-#define KDA_MAX 256
+#define KDA_MAX 1024 /* rows up to 32768 elements are one FMA chain */
 #define DEF_DOT_B32(tname, wbytes, DECODE)                                                         \
     KINLINE void dot_##tname(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,      \
                              int64_t n, const int T, float *restrict out, const float *restrict da) { \
-        __m256 acc[KMAXT][2]; /* two chains per token: even and odd blocks */                        \
+        /* one FMA chain per token, as ggml's vec_dot / tinyBLAS (AVX2): bit-exact with them */     \
+        __m256 acc[KMAXT];                                                                           \
         KUNROLL \
-        for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();                     \
+        for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();                                    \
         const int64_t nb = n / 32;                                                                    \
         for (int64_t i = 0; i < nb; i++, w += wbytes) {                                               \
             const __m256i s = DECODE(w);                                                              \
@@ -135,11 +136,11 @@ DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16)
                 __m256i p = _mm256_setzero_si256();                                                   \
                 KX_DOT_U8S8(p, us, _mm256_sign_epi8(ld256(a + 2), s));                                \
                 const __m256 d = _mm256_mul_ps(dw, _mm256_broadcast_ss(da + t * KDA_MAX + i));        \
-                acc[t][i & 1] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[t][i & 1]);             \
+                acc[t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[t]);                           \
             }                                                                                         \
         }                                                                                             \
         KUNROLL \
-        for (int t = 0; t < T; t++) out[t] = hsum_ps(_mm256_add_ps(acc[t][0], acc[t][1]));           \
+        for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);                                        \
     }
 
 KINLINE __m256i dec_q8_0(const uint8_t *b) { return ld256(b + 2); }
@@ -286,11 +287,61 @@ KINLINE void dot_q45_K(const uint8_t *restrict w, const uint8_t *restrict x, siz
     KUNROLL
     for (int t = 0; t < T; t++) out[t] = hsum_ps(_mm256_sub_ps(acc[t], accm[t]));
 }
+/* Q5_K in ggml_vec_dot_q5_K_q8_K's (AVX2) float order, bit-exact with it: scale term in 8
+ * f32 lanes, acc = fma(da*dw, sumi, acc); min term a scalar chain summs = fma(-(da*dmin),
+ * imin, summs) over super-blocks (GCC contracts ggml's summs += dmin * i); y = hsum(acc) +
+ * summs. */
+KINLINE void dot_q5_K_ggml(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,
+                           int64_t n, const int T, float *restrict out) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    const __m128i dup = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+    __m256 acc[KMAXT];
+    __m128 summs[KMAXT];
+    KUNROLL
+    for (int t = 0; t < T; t++) { acc[t] = _mm256_setzero_ps(); summs[t] = _mm_setzero_ps(); }
+    const int64_t nb = n / 256;
+    for (int64_t i = 0; i < nb; i++, w += 176) {
+        const __m128i sm = kq_scales_v(w + 4);
+        const float dw = h2f(w), dmw = h2f(w + 2);
+        const __m256i sdup = _mm256_cvtepu8_epi16(_mm_unpacklo_epi64(sm, sm));
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, dup));
+        const uint8_t *qs = w + 48;
+        __m256i qh = ld256(w + 16);
+        __m256i sumi[KMAXT];
+        KUNROLL
+        for (int t = 0; t < T; t++) sumi[t] = _mm256_setzero_si256();
+        KUNROLL
+        for (int k = 0; k < 4; k++) {
+            const __m256i q = ld256(qs + 32 * k);
+            __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            lo = _mm256_add_epi8(lo, _mm256_slli_epi16(_mm256_and_si256(qh, one), 4));
+            hi = _mm256_add_epi8(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 1), one), 4));
+            qh = _mm256_srli_epi16(qh, 2);
+            const __m256i s_lo = _mm256_shuffle_epi8(sdup, ld256(K4_SEL[2 * k]));
+            const __m256i s_hi = _mm256_shuffle_epi8(sdup, ld256(K4_SEL[2 * k + 1]));
+            KUNROLL
+            for (int t = 0; t < T; t++) {
+                const uint8_t *a = x + t * xrb + i * 292 + 4 + 64 * k;
+                const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, ld256(a)), s_lo);
+                const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, ld256(a + 32)), s_hi);
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p_lo, p_hi));
+            }
+        }
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            const uint8_t *a = x + t * xrb + i * 292;
+            const float da = rdf(a);
+            const int imin = hsum_i32(_mm256_madd_epi16(ld256(a + 260), mins));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+            summs[t] = _mm_fmadd_ss(_mm_set_ss(-(da * dmw)), _mm_set_ss((float)imin), summs[t]);
+        }
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]) + _mm_cvtss_f32(summs[t]);
+}
 #if !defined(KX_ZMM)
-KINLINE void dot_q4_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
-                      const int T, float *restrict out) { dot_q45_K(w, x, xrb, n, T, out, 0); }
 KINLINE void dot_q5_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
-                      const int T, float *restrict out) { dot_q45_K(w, x, xrb, n, T, out, 1); }
+                      const int T, float *restrict out) { dot_q5_K_ggml(w, x, xrb, n, T, out); }
 #endif
 
 /* byte selectors: low 128 lane -> i16 element 2k, high lane -> element 2k+1 (k = 0..3) */
@@ -429,8 +480,9 @@ KINLINE void dot_q23_K(const uint8_t *restrict w, const uint8_t *restrict x, siz
             const __m256i bs = ld256(a + 260);
             __m256i s = sumi[t];
             if (q3) s = _mm256_sub_epi32(s, _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 2));
+            /* Q2_K as ggml_vec_dot_q2_K_q8_K (AVX2): one chain, min term first, dmin negated */
+            if (!q3) acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(-(da * dmw)), _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, mins)), acc[t]);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(s), acc[t]);
-            if (!q3) accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dmw), _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, mins)), accm[t]);
         }
     }
     KUNROLL
@@ -673,6 +725,174 @@ KINLINE void dot_q6_K(const uint8_t *restrict w, const uint8_t *restrict x, size
                       const int T, float *restrict out) { dot_q6_K_ymm(w, x, xrb, n, T, out); }
 #endif /* KX_ZMM */
 
+#if !defined(KX_ZMM)
+/* ==== ggml's repacked kernels' float order: tiles of 8 rows ====
+ * llama.cpp's AVX2 build repacks Q4_0, IQ4_NL and Q4_K weights into 8-row interleaved blocks
+ * (ggml-cpu repack.cpp q4_0_8x8, iq4_nl_8x8, q4_K_8x8) and sums each row's exact integer
+ * dot of a block (32) or part of a super-block before one f32 FMA per row:
+ *   acc = fma((float)isum, dw * da, acc)        (Q4_K also accm = fma(imin, dmin * da, accm))
+ * These tiles reproduce that bit for bit: each row's 8 i32 lanes are reduced across 8 rows
+ * at once (tree8) into one vector of row sums. Q4_K: the decode kernel (gemv, also a batch's
+ * last n % 4 tokens) adds per 256-element super-block, the 4-token gemm per 64-element pair
+ * of sub-blocks (grp = 1); the min term per the same span. */
+KINLINE __m256i tree8(const __m256i *p) { /* p[8] -> lane r = sum of the 8 lanes of p[r] */
+    const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+    const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+/* the f16 at byte off of each of 8 rows, as 8 f32 lanes */
+KINLINE __m256 h8(const uint8_t *const *wr, size_t off) {
+    return _mm256_cvtph_ps(_mm_setr_epi16((short)quant_rd16(wr[0] + off), (short)quant_rd16(wr[1] + off),
+                                          (short)quant_rd16(wr[2] + off), (short)quant_rd16(wr[3] + off),
+                                          (short)quant_rd16(wr[4] + off), (short)quant_rd16(wr[5] + off),
+                                          (short)quant_rd16(wr[6] + off), (short)quant_rd16(wr[7] + off)));
+}
+
+/* Q4_0 / IQ4_NL x Q8_0, 8 rows x T tokens: out[t] lane r = row r */
+KINLINE void tile_b32(const uint8_t *const *wr, const uint8_t *restrict x, size_t xrb, int64_t n,
+                      const int T, __m256 *out, const int iq) {
+    __m256 acc[KMAXT];
+    KUNROLL
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    const int64_t nb = n / 32;
+    for (int64_t i = 0; i < nb; i++) {
+        const size_t off = (size_t)i * 18;
+        const __m256 dwv = h8(wr, off);
+        __m256i P[KMAXT][8];
+        for (int r = 0; r < 8; r++) {
+            const __m256i sv = iq ? dec_iq4_nl(wr[r] + off) : dec_q4_0(wr[r] + off);
+            const __m256i us = _mm256_sign_epi8(sv, sv);
+            KUNROLL
+            for (int t = 0; t < T; t++) {
+                __m256i p = _mm256_setzero_si256();
+                KX_DOT_U8S8(p, us, _mm256_sign_epi8(ld256(x + t * xrb + i * 34 + 2), sv));
+                P[t][r] = p;
+            }
+        }
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            const __m256 d = _mm256_mul_ps(dwv, _mm256_set1_ps(h2f(x + t * xrb + i * 34)));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tree8(P[t])), d, acc[t]);
+        }
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) out[t] = acc[t];
+}
+
+/* Q4_K x Q8_K, 8 rows x T tokens (grp: 4-token gemm order) */
+KINLINE void tile_q4_K(const uint8_t *const *wr, const uint8_t *restrict x, size_t xrb, int64_t n,
+                       const int T, __m256 *out, const int grp) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256 acc[KMAXT], accm[KMAXT];
+    KUNROLL
+    for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm256_setzero_ps();
+    const int64_t nb = n / 256;
+    for (int64_t i = 0; i < nb; i++) {
+        const size_t off = (size_t)i * 144;
+        const __m256 dwv = h8(wr, off), dmv = h8(wr, off + 2);
+        __m256i sdup[8];
+        __m128i mrow[8];
+        for (int r = 0; r < 8; r++) {
+            KPREFETCH(wr[r] + off, 144);
+            const __m128i sm = kq_scales_v(wr[r] + off + 4);
+            sdup[r] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi64(sm, sm));
+            mrow[r] = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)); /* i32 k = (m[2k], m[2k+1]) */
+        }
+        /* minsk[k] lane r = (m_r[2k], m_r[2k+1]) as two i16: a 4x8 transpose of mrow */
+        __m256i minsk[4];
+        {
+            const __m256i R0 = _mm256_set_m128i(mrow[4], mrow[0]), R1 = _mm256_set_m128i(mrow[5], mrow[1]);
+            const __m256i R2 = _mm256_set_m128i(mrow[6], mrow[2]), R3 = _mm256_set_m128i(mrow[7], mrow[3]);
+            const __m256i t0 = _mm256_unpacklo_epi32(R0, R1), t1 = _mm256_unpacklo_epi32(R2, R3);
+            const __m256i t2 = _mm256_unpackhi_epi32(R0, R1), t3 = _mm256_unpackhi_epi32(R2, R3);
+            minsk[0] = _mm256_unpacklo_epi64(t0, t1);
+            minsk[1] = _mm256_unpackhi_epi64(t0, t1);
+            minsk[2] = _mm256_unpacklo_epi64(t2, t3);
+            minsk[3] = _mm256_unpackhi_epi64(t2, t3);
+        }
+        /* per token: (bs(2k), bs(2k+1)) i16 pairs, bs(j) = the 32 codes of sub-block j summed */
+        __m256i bsp[KMAXT][4];
+        __m256 dat[KMAXT];
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            const uint8_t *a = x + t * xrb + i * 292;
+            dat[t] = _mm256_set1_ps(rdf(a));
+            for (int k = 0; k < 4; k++) {
+                const int b0 = (int16_t)quant_rd16(a + 260 + 8 * k) + (int16_t)quant_rd16(a + 262 + 8 * k);
+                const int b1 = (int16_t)quant_rd16(a + 264 + 8 * k) + (int16_t)quant_rd16(a + 266 + 8 * k);
+                bsp[t][k] = _mm256_set1_epi32((int)(((uint32_t)b0 & 0xffff) | ((uint32_t)b1 << 16)));
+            }
+        }
+        __m256i P[KMAXT][8], M[KMAXT];
+        KUNROLL
+        for (int k = 0; k < 4; k++) {
+            for (int r = 0; r < 8; r++) {
+                const __m256i q = ld256(wr[r] + off + 16 + 32 * k);
+                const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+                const __m256i s_lo = _mm256_shuffle_epi8(sdup[r], ld256(K4_SEL[2 * k]));
+                const __m256i s_hi = _mm256_shuffle_epi8(sdup[r], ld256(K4_SEL[2 * k + 1]));
+                KUNROLL
+                for (int t = 0; t < T; t++) {
+                    const uint8_t *a = x + t * xrb + i * 292 + 4 + 64 * k;
+                    const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(lo, ld256(a)), s_lo),
+                                                       _mm256_madd_epi16(_mm256_maddubs_epi16(hi, ld256(a + 32)), s_hi));
+                    P[t][r] = (grp || k == 0) ? p : _mm256_add_epi32(P[t][r], p);
+                }
+            }
+            KUNROLL
+            for (int t = 0; t < T; t++) {
+                const __m256i mk = _mm256_madd_epi16(minsk[k], bsp[t][k]);
+                M[t] = (grp || k == 0) ? mk : _mm256_add_epi32(M[t], mk);
+                if (grp || k == 3) {
+                    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tree8(P[t])), _mm256_mul_ps(dwv, dat[t]), acc[t]);
+                    accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(M[t]), _mm256_mul_ps(dmv, dat[t]), accm[t]);
+                }
+            }
+        }
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) out[t] = _mm256_sub_ps(acc[t], accm[t]);
+}
+
+/* Driver: tiles of 8 rows (a partial last tile repeats its last row and stores only the
+ * valid ones) x token groups of 4. */
+#define DEF_MM_TILE(mname, CALL)                                                                     \
+    static void mm_##mname(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, \
+                           const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0,    \
+                           int64_t row1, int n_tok) {                                                   \
+        const uint8_t *x = xq;                                                                         \
+        for (int64_t rt = row0; rt < row1; rt += 8) {                                                  \
+            const int nr = row1 - rt < 8 ? (int)(row1 - rt) : 8;                                       \
+            const uint8_t *wr[8];                                                                      \
+            for (int r = 0; r < 8; r++) wr[r] = w + (size_t)(rt + (r < nr ? r : nr - 1)) * w_row_bytes; \
+            for (int t = 0; t < n_tok; t += 4) {                                                       \
+                const uint8_t *xt = x + (size_t)t * xq_row_bytes;                                      \
+                const int nt = n_tok - t < 4 ? n_tok - t : 4;                                          \
+                __m256 o[KMAXT];                                                                       \
+                switch (nt) {                                                                          \
+                case 4: CALL(wr, xt, xq_row_bytes, n_in, 4, o); break;                                 \
+                case 3: CALL(wr, xt, xq_row_bytes, n_in, 3, o); break;                                 \
+                case 2: CALL(wr, xt, xq_row_bytes, n_in, 2, o); break;                                 \
+                default: CALL(wr, xt, xq_row_bytes, n_in, 1, o); break;                                \
+                }                                                                                      \
+                for (int k = 0; k < nt; k++) {                                                         \
+                    float *yy = y + (size_t)(t + k) * ldy + (size_t)rt;                                \
+                    if (nr == 8) _mm256_storeu_ps(yy, o[k]);                                           \
+                    else { float tmp[8]; _mm256_storeu_ps(tmp, o[k]); memcpy(yy, tmp, (size_t)nr * 4); } \
+                }                                                                                      \
+            }                                                                                          \
+        }                                                                                              \
+    }
+#define CALL_Q4_0(wr, x, xrb, n, T, o)    tile_b32(wr, x, xrb, n, T, o, 0)
+#define CALL_IQ4_NL(wr, x, xrb, n, T, o)  tile_b32(wr, x, xrb, n, T, o, 1)
+#define CALL_Q4_K(wr, x, xrb, n, T, o)    tile_q4_K(wr, x, xrb, n, T, o, 0)
+#define CALL_Q4_K_G(wr, x, xrb, n, T, o)  tile_q4_K(wr, x, xrb, n, T, o, 1)
+DEF_MM_TILE(q4_0, CALL_Q4_0)
+DEF_MM_TILE(iq4_nl, CALL_IQ4_NL)
+DEF_MM_TILE(q4_K, CALL_Q4_K)
+DEF_MM_TILE(q4_K_grp, CALL_Q4_K_G)
+#endif /* !KX_ZMM */
+
 /* ==== Matmul drivers: rows x token groups of <= 4 ==== */
 
 /* Row tiles of KROWS rows x token groups of 4: the 4 tokens' activation rows stay in L1
@@ -743,10 +963,12 @@ DEF_MM(f32)
 DEF_MM(f16)
 DEF_MM(bf16)
 DEF_MM_B32(q8_0, 34)
-DEF_MM_B32(q4_0, 18)
 DEF_MM_B32(q5_0, 22)
+#if defined(KX_ZMM)
+DEF_MM_B32(q4_0, 18)
 DEF_MM_B32(iq4_nl, 18)
 DEF_MM(q4_K)
+#endif
 DEF_MM(q5_K)
 DEF_MM(q6_K)
 DEF_MM(q2_K)
@@ -881,6 +1103,9 @@ static const g4_kern TABLE = {
         [G4_TYPE_Q6_K] = mm_q6_K, [G4_TYPE_Q2_K] = mm_q2_K, [G4_TYPE_Q3_K] = mm_q3_K,
         [G4_TYPE_IQ4_XS] = mm_iq4_xs, [G4_TYPE_Q4_1] = mm_q4_1, [G4_TYPE_Q5_1] = mm_q5_1,
     },
+#if !defined(KX_ZMM)
+    .matmul_grp = { [G4_TYPE_Q4_K] = mm_q4_K_grp },
+#endif
     .quantize_act = {
         [G4_TYPE_F32] = act_f32, [G4_TYPE_F16] = act_f16, [G4_TYPE_BF16] = act_bf16,
         [G4_TYPE_Q8_0] = act_q8_0, [G4_TYPE_Q8_1] = act_q8_1, [G4_TYPE_Q8_K] = act_q8_K,
