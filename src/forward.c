@@ -88,6 +88,7 @@ typedef struct mm_ctx {
     size_t ldy;
     int64_t row0;
     int n_tok;
+    int n_grp;             /* rows [0, n_grp) of the n_tok use the kernels' grouped float order */
     float scale;
     float softcap;         /* 0 = none; else y = c * tanhf(y * (1/c)) after the scale */
 } mm_ctx;
@@ -104,8 +105,14 @@ static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     (void)thread;
     mm_ctx *c = vctx;
     const int64_t r0 = c->row0 + i0, r1 = c->row0 + i1;
-    c->kern->matmul[c->w->type](c->y, c->ldy, c->w->data, c->w->row_bytes, c->xq, c->xq_rb,
-                                c->w->ne[0], r0, r1, c->n_tok);
+    const g4_matmul_fn grp = c->kern->matmul_grp[c->w->type];
+    if (grp && c->n_grp > 0)
+        grp(c->y, c->ldy, c->w->data, c->w->row_bytes, c->xq, c->xq_rb, c->w->ne[0], r0, r1, c->n_grp);
+    if (!grp || c->n_grp < c->n_tok) {
+        const int t0 = grp ? c->n_grp : 0;
+        c->kern->matmul[c->w->type](c->y + (size_t)t0 * c->ldy, c->ldy, c->w->data, c->w->row_bytes,
+                                    c->xq + (size_t)t0 * c->xq_rb, c->xq_rb, c->w->ne[0], r0, r1, c->n_tok - t0);
+    }
     if (c->scale != 1.0f) /* ref: llm_graph_context::build_lora_mm, y = ggml_mul(W x, w_s) */
         for (int t = 0; t < c->n_tok; t++) {
             float *yt = c->y + (size_t)t * c->ldy;
@@ -124,13 +131,13 @@ static int64_t mm_chunk(int64_t n_rows, int n_threads) {
 }
 
 /* ref: ggml_compute_forward_mul_mat: src1 rows converted to vec_dot_type(src0) first */
-static void matmul_ex(g4_session *s, const g4_tensor *w, const float *x, int n_tok,
+static void matmul_ex(g4_session *s, const g4_tensor *w, const float *x, int n_tok, int n_grp,
                       float *y, size_t ldy, int64_t row0, int64_t row1, float scale, float softcap) {
     const g4_model *m = s->m;
     mm_ctx c = {
         .kern = m->kern, .w = w, .x = x, .xq = s->act,
         .dot_type = quant_traits(w->type)->dot_type,
-        .y = y, .ldy = ldy, .row0 = row0, .n_tok = n_tok, .scale = scale, .softcap = softcap,
+        .y = y, .ldy = ldy, .row0 = row0, .n_tok = n_tok, .n_grp = n_grp, .scale = scale, .softcap = softcap,
     };
     c.xq_rb = kern_act_row_bytes(c.dot_type, w->ne[0]);
     G4_ASSERT(c.xq_rb <= s->act_row_max && n_tok <= s->n_ubatch && row1 <= w->ne[1]);
@@ -138,9 +145,13 @@ static void matmul_ex(g4_session *s, const g4_tensor *w, const float *x, int n_t
     pool_for(m->pool, row1 - row0, mm_chunk(row1 - row0, s->n_threads), mm_rows_task, &c);
 }
 
+/* Layer matmuls take the chunk's rows [chunk_T - n_tok, chunk_T); grouped are those of them
+ * below grp_lim (llama.cpp's batch runs every layer on all its tokens). */
 void forward_matmul(g4_session *s, const g4_tensor *w, const float *x, int n_tok,
                     float *y, size_t ldy, int64_t row0, int64_t row1, float scale) {
-    matmul_ex(s, w, x, n_tok, y, ldy, row0, row1, scale, 0.0f);
+    int64_t g = s->grp_lim - (int64_t)(s->chunk_T - n_tok);
+    g = g < 0 ? 0 : g > n_tok ? n_tok : g;
+    matmul_ex(s, w, x, n_tok, (int)g, y, ldy, row0, row1, scale, 0.0f);
 }
 
 /* all output rows of w, packed: y is [n_tok][w->ne[1]] */
@@ -313,7 +324,8 @@ static void output(g4_session *s, int r0, int T) {
     const int n = T - r0;
     norm_rows(s, s->cur, s->inpL, m->output_norm, r0, T);
     const g4_tensor *head = m->output ? m->output : m->token_embd; /* tied: rows [0, n_vocab) */
-    matmul_ex(s, head, s->cur + (size_t)r0 * E, n, s->logits, (size_t)V, 0, V, 1.0f, m->cfg.softcap);
+    /* the head sees only the output rows, as llama.cpp's graph after ggml_get_rows(out_ids) */
+    matmul_ex(s, head, s->cur + (size_t)r0 * E, n, n - n % 4, s->logits, (size_t)V, 0, V, 1.0f, m->cfg.softcap);
     s->n_logits = n;
 }
 
@@ -326,6 +338,7 @@ void forward_chunk(g4_session *s, const int32_t *tok, int T, int n_out) {
     G4_ASSERT(T >= 1 && T <= s->n_ubatch && n_out >= 0 && n_out <= T && S >= 1 && S <= L);
 
     for (int t = 0; t < T; t++) s->pos[t] = s->n_past + t;
+    s->chunk_T = T;
 
     embed(s, tok, T);
     ple_inputs(s, tok, r0, T);
