@@ -81,9 +81,9 @@ static inline int hless(const hent *a, const hent *b) {
 
 static void heap_push(work *w, int32_t left, int32_t right) {
     const sym *s = w->sym;
-    int32_t lid = s[left].id, rid = s[right].id, res;
+    int32_t lid = s[left].id, rid = s[right].id;
     if (lid < 0 || rid < 0) return;
-    int32_t rank = tok_merge_find(w->v, lid, rid, &res);
+    int32_t rank = tok_merge_find(w->v, lid, rid);
     if (rank < 0) return;
     if (!GROW(w, heap, heap_cap, w->heap_n + 1)) return;
     hent e = {rank, left, lid, rid};

@@ -6,8 +6,8 @@
  *  - type[i] is in 1..6 (after the end-of-generation promotion, see tokenizer.c);
  *  - byte_id[b] is a byte-type token for every b in 0..255;
  *  - every special id (bos, eos, ...) is -1 or in [0, n);
- *  - every merge in mtab has left and right pieces that are tokens; its result id is the
- *    token of the concatenated text, or -1 when that text is not a token.
+ *  - every merge in the merge table has left and right pieces that are tokens; its result id
+ *    merge_id[rank] is the token of the concatenated text, or -1 when that text is not a token.
  */
 #ifndef G4_TOK_IMPL_H
 #define G4_TOK_IMPL_H
@@ -33,10 +33,13 @@ typedef struct tok_slot {  /* text -> id hash slot; len 0 = empty (empty texts a
     uint32_t len;
 } tok_slot;
 
-typedef struct tok_merge { /* (left id, right id) -> rank; key 0 = empty */
+/* The merge table: (left id, right id) -> rank (index in tokenizer.ggml.merges, lower merges
+ * first), open addressing, home slot tok_merge_home. Compact layout when ids and ranks fit in
+ * 63 bits (any real vocabulary: 18 + 18 + 20 bits for Gemma 4): one word per slot,
+ * ~(left << (m_ib + m_rb) | right << m_rb | rank); else the wide layout. 0 = empty in both. */
+typedef struct tok_merge {
     uint64_t key;          /* ~((uint64)left << 32 | right) */
-    int32_t  rank;         /* index in tokenizer.ggml.merges (lower merges first) */
-    int32_t  id;           /* token of left+right, or -1 if that text is not a token */
+    int64_t  rank;
 } tok_merge;
 
 struct g4_vocab {
@@ -55,8 +58,10 @@ struct g4_vocab {
     int32_t      n_dup;        /* tokens whose text a later token repeats */
     tok_slot    *tab;          /* [tab_mask+1] every non-empty text -> id (later id wins) */
     uint32_t     tab_mask;
-    tok_merge   *mtab;         /* [mtab_mask+1] */
+    uint64_t    *mtab8;        /* [mtab_mask+1] compact layout, or NULL */
+    tok_merge   *mtab;         /* [mtab_mask+1] wide layout, or NULL */
     size_t       mtab_mask;
+    int          m_ib, m_rb;   /* compact layout: bits of an id, of a rank */
     int32_t     *merge_id;     /* [n_merges] result token of merge rank r (-1 = none) */
     int32_t      n_merges;     /* merges stored (duplicates of a pair keep the first rank) */
     int32_t      byte_id[256]; /* byte b -> its <0xXX> byte-type token */
@@ -137,16 +142,33 @@ static inline int32_t tok_find(const g4_vocab *v, const char *s, size_t n) {
     uint64_t key, h = tok_hash(s, n, &key);
     return tok_lookup(v, v->tab, v->tab_mask, s, n, key, h);
 }
-/* Merge lookup: rank and result (*res) of the pair (l, r), or -1. */
-static inline int32_t tok_merge_find(const g4_vocab *v, int32_t l, int32_t r, int32_t *res) {
+static inline size_t tok_merge_home(const g4_vocab *v, int32_t l, int32_t r) {
     uint64_t key = (uint64_t)(uint32_t)l << 32 | (uint32_t)r;
-    size_t i = (size_t)(tok_mix(key * 0x9e3779b97f4a7c15ull) & v->mtab_mask);
-    for (;;) {
+    return (size_t)(tok_mix(key * 0x9e3779b97f4a7c15ull) & v->mtab_mask);
+}
+/* Merge lookup: the rank of the pair (l, r), or -1. */
+static inline int32_t tok_merge_find(const g4_vocab *v, int32_t l, int32_t r) {
+    size_t i = tok_merge_home(v, l, r);
+    if (v->mtab8) {
+        const uint64_t want = (uint64_t)(uint32_t)l << v->m_ib | (uint32_t)r;
+        for (;; i = (i + 1) & v->mtab_mask) {
+            const uint64_t e = ~v->mtab8[i];
+            if (e == UINT64_MAX) return -1;
+            if (e >> v->m_rb == want) return (int32_t)(e & (((uint64_t)1 << v->m_rb) - 1));
+        }
+    }
+    const uint64_t key = ~((uint64_t)(uint32_t)l << 32 | (uint32_t)r);
+    for (;; i = (i + 1) & v->mtab_mask) {
         const tok_merge *e = &v->mtab[i];
-        if (e->key == ~key) { *res = e->id; return e->rank; }
+        if (e->key == key) return (int32_t)e->rank;
         if (e->key == 0) return -1;
-        i = (i + 1) & v->mtab_mask;
     }
 }
+
+/* tok_vocab_load_pool with options (tests): TOK_OPT_WIDE_MERGES forces the wide merge table */
+#define TOK_OPT_WIDE_MERGES 1u
+G4_INTERNAL g4_status tok_vocab_load_opts(g4_vocab **out, const gguf_file *f, const g4_allocator *al,
+                                          struct g4_pool *pool, unsigned opts, g4_log_fn log, void *log_ud,
+                                          char *err, size_t errlen);
 
 #endif

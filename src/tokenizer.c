@@ -170,7 +170,13 @@ void tok_vocab_free(g4_vocab *v) {
 
 /* ==== Tokens, types, scores ==== */
 
-static g4_status load_tokens(g4_vocab *v, const gguf_file *f, char *err, size_t errlen) {
+static int bits_for(uint64_t n) { /* bits of the values 0..n-1 (at least 1) */
+    int b = 1;
+    while (b < 64 && n > ((uint64_t)1 << b)) b++;
+    return b;
+}
+
+static g4_status load_tokens(g4_vocab *v, const gguf_file *f, unsigned opts, char *err, size_t errlen) {
     const char *fn = gguf_name(f);
     const gguf_kv *kv = NULL;
     g4_status st = gguf_get_arr(f, "tokenizer.ggml.tokens", 1, 1u << GGUF_STRING, &kv, NULL, err, errlen);
@@ -184,7 +190,11 @@ static g4_status load_tokens(g4_vocab *v, const gguf_file *f, char *err, size_t 
     const gguf_kv *mk = gguf_find(f, "tokenizer.ggml.merges");
     uint64_t nm = mk && mk->type == GGUF_ARRAY && mk->arr_type == GGUF_STRING && mk->n <= TOK_MAX_COUNT ? mk->n : 0;
     uint32_t tsz = pow2_at_least((uint64_t)nt * 2), msz = pow2_at_least(nm * 2);
-    uint64_t part[6] = {(uint64_t)tsz * sizeof *v->tab, (uint64_t)msz * sizeof *v->mtab, nm * sizeof *v->merge_id,
+    v->m_ib = bits_for(nt);
+    v->m_rb = bits_for(nm);
+    int compact = !(opts & TOK_OPT_WIDE_MERGES) && 2 * v->m_ib + v->m_rb <= 63;
+    uint64_t part[6] = {(uint64_t)tsz * sizeof *v->tab, (uint64_t)msz * (compact ? sizeof *v->mtab8 : sizeof *v->mtab),
+                        nm * sizeof *v->merge_id,
                         ((uint64_t)nt + 1) * sizeof *v->off, (uint64_t)kv->soff[nt] + TOK_TEXT_PAD, nt};
     uint64_t at[6], total = 0;
     for (int i = 0; i < 6; i++) {
@@ -197,7 +207,8 @@ static g4_status load_tokens(g4_vocab *v, const gguf_file *f, char *err, size_t 
     char *b = v->block;
     v->tab = (tok_slot *)(void *)(b + at[0]);
     v->tab_mask = tsz - 1;
-    v->mtab = (tok_merge *)(void *)(b + at[1]);
+    if (compact) v->mtab8 = (uint64_t *)(void *)(b + at[1]);
+    else v->mtab = (tok_merge *)(void *)(b + at[1]);
     v->mtab_mask = msz - 1;
     v->merge_id = nm ? (int32_t *)(void *)(b + at[2]) : NULL;
     v->off = (uint32_t *)(void *)(b + at[3]);
@@ -430,11 +441,23 @@ static inline int cat_is(const g4_vocab *v, int32_t g, const char *m, size_t na,
 /* inserts merge rank (key from its pieces) at or after slot i; a repeated pair keeps its first
  * (lowest) rank, as ranks arrive in order */
 static inline void mtab_put(const g4_vocab *v, uint64_t key, size_t i, int32_t rank) {
+    if (v->mtab8) {
+        const uint64_t pair = (key >> 32) << v->m_ib | (uint32_t)key;
+        for (;; i = (i + 1) & v->mtab_mask) {
+            uint64_t *m = &v->mtab8[i];
+            if (*m == 0) { *m = ~(pair << v->m_rb | (uint64_t)rank); return; }
+            if (~*m >> v->m_rb == pair) return;
+        }
+    }
     for (;; i = (i + 1) & v->mtab_mask) {
         tok_merge *m = &v->mtab[i];
         if (m->key == ~key) return;
-        if (m->key == 0) { m->key = ~key; m->rank = rank; m->id = v->merge_id[rank]; return; }
+        if (m->key == 0) { m->key = ~key; m->rank = rank; return; }
     }
+}
+
+static inline const void *mtab_slot(const g4_vocab *v, size_t i) {
+    return v->mtab8 ? (const void *)&v->mtab8[i] : (const void *)&v->mtab[i];
 }
 
 static inline size_t mtab_home(const g4_vocab *v, uint64_t key) {
@@ -488,7 +511,7 @@ static void merge_resolve(void *ctx, int64_t i0, int64_t i1, int thread) {
                 e->mk = key;
                 if (key != UINT64_MAX) {
                     e->mi = mtab_home(v, key);
-                    __builtin_prefetch(&v->mtab[e->mi], 1);
+                    __builtin_prefetch(mtab_slot(v, e->mi), 1);
                 }
             } else {
                 J->keys[r3] = key;
@@ -597,7 +620,7 @@ static g4_status load_merges(g4_vocab *v, const gguf_file *f, g4_pool *pool, cha
             size_t nb = nm - r0 < BLK ? nm - r0 : BLK;
             for (size_t j = 0; j < nb; j++) {
                 mi[j] = mtab_home(v, keys[r0 + j]);
-                __builtin_prefetch(&v->mtab[mi[j]], 1);
+                __builtin_prefetch(mtab_slot(v, mi[j]), 1);
             }
             for (size_t j = 0; j < nb; j++) mtab_put(v, keys[r0 + j], mi[j], (int32_t)(r0 + j));
         }
@@ -780,6 +803,11 @@ g4_status tok_vocab_load(g4_vocab **out, const gguf_file *f, const g4_allocator 
 
 g4_status tok_vocab_load_pool(g4_vocab **out, const gguf_file *f, const g4_allocator *al, g4_pool *pool, g4_log_fn log,
                               void *log_ud, char *err, size_t errlen) {
+    return tok_vocab_load_opts(out, f, al, pool, 0, log, log_ud, err, errlen);
+}
+
+g4_status tok_vocab_load_opts(g4_vocab **out, const gguf_file *f, const g4_allocator *al, g4_pool *pool, unsigned opts,
+                              g4_log_fn log, void *log_ud, char *err, size_t errlen) {
     if (!out) return g4_errf(G4_ERR_ARG, err, errlen, "tok_vocab_load: out is NULL");
     *out = NULL;
     if (!f || !al) return g4_errf(G4_ERR_ARG, err, errlen, "tok_vocab_load: NULL file or allocator");
@@ -800,7 +828,7 @@ g4_status tok_vocab_load_pool(g4_vocab **out, const gguf_file *f, const g4_alloc
     }
     if (st == G4_OK) {
         memcpy(v->model, model, (size_t)mlen);
-        st = load_tokens(v, f, err, errlen);
+        st = load_tokens(v, f, opts, err, errlen);
     }
     if (st == G4_OK) build_text_table(v, f);
     if (st == G4_OK) st = build_byte_table(v, f, err, errlen);

@@ -77,6 +77,7 @@ typedef struct tv {
     char        bytes[256][7];
     g4_log_fn   log;         /* NULL = silent */
     void       *log_ud;
+    unsigned    opts;        /* tok_vocab_load_opts */
 } tv;
 
 static int tv_add(tv *t, const char *s, int type) {
@@ -193,7 +194,7 @@ static g4_status tv_load(tv *t, int variant, const char *tmpl, const g4_allocato
     if (st != G4_OK) return st;
     gguf_file *f = NULL;
     st = gguf_open_mem(&f, buf, blen, "tiny.gguf", NULL, err, errlen);
-    if (st == G4_OK) st = tok_vocab_load(out, f, al, t->log, t->log_ud, err, errlen);
+    if (st == G4_OK) st = tok_vocab_load_opts(out, f, al, NULL, t->opts, t->log, t->log_ud, err, errlen);
     gguf_close(f);
     free(buf);
     return st;
@@ -477,8 +478,8 @@ static void test_duplicates_and_extras(void) {
 
 /* Text and merge lookups against a linear search: texts of 1..20 bytes (the hash and the
  * slot key change at 8), merges whose pieces and results cross 8-byte words at every split,
- * results out of vocabulary order and results that are not tokens; with and without a
- * duplicated text (the later id wins). */
+ * results out of vocabulary order and results that are not tokens, a repeated pair; with and
+ * without a duplicated text (the later id wins); compact and wide merge tables. */
 static int32_t naive_find(const tv *t, const char *s, size_t n) {
     for (int i = t->n - 1; i >= 0; i--) if (t->len[i] == n && n && memcmp(t->tok[i], s, n) == 0) return i;
     return -1;
@@ -487,9 +488,11 @@ static int32_t naive_find(const tv *t, const char *s, size_t n) {
 static void test_lookups(void) {
     static const char word[] = "qwertyuiopasdfghjklz"; /* 20 distinct bytes */
     static char pre[21][24], suf[21][24], cat[160][48];
-    for (int dupv = 0; dupv < 2; dupv++) {
+    for (int var = 0; var < 4; var++) {
+        int dupv = var & 1;
         tv t;
         tv_base(&t);
+        t.opts = var & 2 ? TOK_OPT_WIDE_MERGES : 0;
         static char one[20][2];
         for (int k = 0; k < 20; k++) { /* its bytes */
             one[k][0] = word[k];
@@ -520,13 +523,14 @@ static void test_lookups(void) {
         t.merge[t.nm++] = "qwertyui q";
         t.merge[t.nm++] = "qwertyuiopasdfghjklz q";
         t.merge[t.nm++] = "qwer t";
+        t.merge[t.nm++] = "q w"; /* repeated: keeps its first rank */
         g4_allocator al;
         g4_allocator_init(&al, NULL, NULL);
         g4_vocab *v = NULL;
         char err[256] = "";
         T_CHECKF(tv_load(&t, V_OK, NULL, &al, &v, err, sizeof err) == G4_OK, "%s", err);
         if (!v) return;
-        T_CHECK(v->n_dup == dupv);
+        T_CHECK(v->n_dup == dupv && (v->mtab8 != NULL) == !(var & 2));
         int bad = 0;
         for (int i = 0; i < t.n; i++) {
             bad += tok_find(v, t.tok[i], t.len[i]) != naive_find(&t, t.tok[i], t.len[i]);
@@ -546,10 +550,10 @@ static void test_lookups(void) {
             char c[64];
             memcpy(c, m, nl);
             memcpy(c + nl, sp + 1, nr);
-            int32_t l = naive_find(&t, m, nl), rt = naive_find(&t, sp + 1, nr), res = naive_find(&t, c, nl + nr), got;
+            int32_t l = naive_find(&t, m, nl), rt = naive_find(&t, sp + 1, nr), res = naive_find(&t, c, nl + nr);
             int32_t first = r; /* a repeated pair keeps its first rank */
             for (int q = 0; q < r; q++) if (strcmp(t.merge[q], m) == 0) { first = q; break; }
-            bad += v->merge_id[r] != res || tok_merge_find(v, l, rt, &got) != first;
+            bad += v->merge_id[r] != res || tok_merge_find(v, l, rt) != first;
         }
         T_CHECKF(bad == 0, "%d merges differ", bad);
         tok_vocab_free(v);
@@ -778,8 +782,8 @@ T_GROUP(tok_real) {
                 double p1 = now_s();
                 if (v2) {
                     fprintf(stderr, "  tok_real: vocabulary build on 3 threads %.1f ms\n", (p1 - p0) * 1e3);
-                    T_CHECK(v2->mtab_mask == v->mtab_mask &&
-                            memcmp(v2->mtab, v->mtab, (v->mtab_mask + 1) * sizeof *v->mtab) == 0 &&
+                    T_CHECK(v->mtab8 && v2->mtab8 && v2->mtab_mask == v->mtab_mask &&
+                            memcmp(v2->mtab8, v->mtab8, (v->mtab_mask + 1) * sizeof *v->mtab8) == 0 &&
                             memcmp(v2->merge_id, v->merge_id, (size_t)v->n_merges * sizeof *v->merge_id) == 0);
                 }
             }
