@@ -459,17 +459,22 @@ KINLINE void dot_q23_K(const uint8_t *restrict w, const uint8_t *restrict x, siz
             KUNROLL
             for (int j = 0; j < 4; j++) {
                 const int jj = 4 * c + j;
-                __m256i u = _mm256_and_si256(q, m2);
+                const __m256i u = _mm256_and_si256(q, m2);
+                /* Q3_K as ggml_vec_dot_q3_K_q8_K (AVX2): the -4 of a clear high bit subtracted
+                 * in each i16 lane (4 * (1 - h) times the activation), so lanes match its own */
+                __m256i nh4 = _mm256_setzero_si256();
                 if (q3) {
-                    u = _mm256_or_si256(u, _mm256_slli_epi16(_mm256_and_si256(hm, one), 2));
+                    nh4 = _mm256_slli_epi16(_mm256_andnot_si256(hm, one), 2);
                     hm = _mm256_srli_epi16(hm, 1);
                 }
                 q = _mm256_srli_epi16(q, 2);
                 const __m256i scv = k16_scale(sc_lo, sc_hi, jj);
                 KUNROLL
                 for (int t = 0; t < T; t++) {
-                    const uint8_t *a = x + t * xrb + i * 292 + 4 + 32 * jj;
-                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(u, ld256(a)), scv));
+                    const __m256i av = ld256(x + t * xrb + i * 292 + 4 + 32 * jj);
+                    __m256i p16 = _mm256_maddubs_epi16(u, av);
+                    if (q3) p16 = _mm256_sub_epi16(p16, _mm256_maddubs_epi16(nh4, av));
+                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(p16, scv));
                 }
             }
         }
@@ -479,7 +484,6 @@ KINLINE void dot_q23_K(const uint8_t *restrict w, const uint8_t *restrict x, siz
             const float da = rdf(a);
             const __m256i bs = ld256(a + 260);
             __m256i s = sumi[t];
-            if (q3) s = _mm256_sub_epi32(s, _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 2));
             /* Q2_K as ggml_vec_dot_q2_K_q8_K (AVX2): one chain, min term first, dmin negated */
             if (!q3) acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(-(da * dmw)), _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, mins)), acc[t]);
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(s), acc[t]);
@@ -779,9 +783,10 @@ KINLINE void tile_b32(const uint8_t *const *wr, const uint8_t *restrict x, size_
     for (int t = 0; t < T; t++) out[t] = acc[t];
 }
 
-/* Q4_K x Q8_K, 8 rows x T tokens (grp: 4-token gemm order) */
+/* Q4_K x Q8_K, 8 rows x T tokens (grp: 4-token gemm order). The 8 rows are contiguous in
+ * memory: pf (the next tile, or NULL) is prefetched 1/nb per super-block, one stream. */
 KINLINE void tile_q4_K(const uint8_t *const *wr, const uint8_t *restrict x, size_t xrb, int64_t n,
-                       const int T, __m256 *out, const int grp) {
+                       const int T, __m256 *out, const int grp, const uint8_t *pf, size_t pf_step) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     __m256 acc[KMAXT], accm[KMAXT];
     KUNROLL
@@ -789,14 +794,52 @@ KINLINE void tile_q4_K(const uint8_t *const *wr, const uint8_t *restrict x, size
     const int64_t nb = n / 256;
     for (int64_t i = 0; i < nb; i++) {
         const size_t off = (size_t)i * 144;
+        if (pf)
+            for (size_t b = 0; b < pf_step; b += 64) _mm_prefetch((const char *)pf + (size_t)i * pf_step + b, _MM_HINT_T0);
         const __m256 dwv = h8(wr, off), dmv = h8(wr, off + 2);
-        __m256i sdup[8];
+        /* per token: (bs(2k), bs(2k+1)) i16 pairs, bs(j) = the 32 codes of sub-block j summed */
+        __m256i bsp[KMAXT][4];
+        __m256 dat[KMAXT];
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            const uint8_t *a = x + t * xrb + i * 292;
+            dat[t] = _mm256_set1_ps(rdf(a));
+            const __m256i b16 = ld256(a + 260);                 /* 16 x i16 group sums */
+            const __m256i b32 = _mm256_madd_epi16(b16, _mm256_set1_epi16(1)); /* bs(0..7), i32 */
+            const __m256i p16 = _mm256_packs_epi32(b32, b32);   /* [bs0..3 bs0..3 | bs4..7 bs4..7] i16 */
+            bsp[t][0] = _mm256_set1_epi32(_mm256_extract_epi32(p16, 0));
+            bsp[t][1] = _mm256_set1_epi32(_mm256_extract_epi32(p16, 1));
+            bsp[t][2] = _mm256_set1_epi32(_mm256_extract_epi32(p16, 4));
+            bsp[t][3] = _mm256_set1_epi32(_mm256_extract_epi32(p16, 5));
+        }
+        /* P[k][t][r]: row r's i32 lanes for pair k (grp) or the whole super-block (k = 0) */
+        __m256i P[4][KMAXT][8];
         __m128i mrow[8];
+        KUNROLL
         for (int r = 0; r < 8; r++) {
-            KPREFETCH(wr[r] + off, 144);
             const __m128i sm = kq_scales_v(wr[r] + off + 4);
-            sdup[r] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi64(sm, sm));
+            const __m256i sdup = _mm256_cvtepu8_epi16(_mm_unpacklo_epi64(sm, sm));
             mrow[r] = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)); /* i32 k = (m[2k], m[2k+1]) */
+            __m256i sum[KMAXT];
+            KUNROLL
+            for (int k = 0; k < 4; k++) {
+                const __m256i q = ld256(wr[r] + off + 16 + 32 * k);
+                const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+                const __m256i s_lo = _mm256_shuffle_epi8(sdup, ld256(K4_SEL[2 * k]));
+                const __m256i s_hi = _mm256_shuffle_epi8(sdup, ld256(K4_SEL[2 * k + 1]));
+                KUNROLL
+                for (int t = 0; t < T; t++) {
+                    const uint8_t *a = x + t * xrb + i * 292 + 4 + 64 * k;
+                    const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(lo, ld256(a)), s_lo),
+                                                       _mm256_madd_epi16(_mm256_maddubs_epi16(hi, ld256(a + 32)), s_hi));
+                    if (grp) P[k][t][r] = p;
+                    else sum[t] = k == 0 ? p : _mm256_add_epi32(sum[t], p);
+                }
+            }
+            if (!grp) {
+                KUNROLL
+                for (int t = 0; t < T; t++) P[0][t][r] = sum[t];
+            }
         }
         /* minsk[k] lane r = (m_r[2k], m_r[2k+1]) as two i16: a 4x8 transpose of mrow */
         __m256i minsk[4];
@@ -810,43 +853,21 @@ KINLINE void tile_q4_K(const uint8_t *const *wr, const uint8_t *restrict x, size
             minsk[2] = _mm256_unpacklo_epi64(t2, t3);
             minsk[3] = _mm256_unpackhi_epi64(t2, t3);
         }
-        /* per token: (bs(2k), bs(2k+1)) i16 pairs, bs(j) = the 32 codes of sub-block j summed */
-        __m256i bsp[KMAXT][4];
-        __m256 dat[KMAXT];
         KUNROLL
         for (int t = 0; t < T; t++) {
-            const uint8_t *a = x + t * xrb + i * 292;
-            dat[t] = _mm256_set1_ps(rdf(a));
-            for (int k = 0; k < 4; k++) {
-                const int b0 = (int16_t)quant_rd16(a + 260 + 8 * k) + (int16_t)quant_rd16(a + 262 + 8 * k);
-                const int b1 = (int16_t)quant_rd16(a + 264 + 8 * k) + (int16_t)quant_rd16(a + 266 + 8 * k);
-                bsp[t][k] = _mm256_set1_epi32((int)(((uint32_t)b0 & 0xffff) | ((uint32_t)b1 << 16)));
-            }
-        }
-        __m256i P[KMAXT][8], M[KMAXT];
-        KUNROLL
-        for (int k = 0; k < 4; k++) {
-            for (int r = 0; r < 8; r++) {
-                const __m256i q = ld256(wr[r] + off + 16 + 32 * k);
-                const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-                const __m256i s_lo = _mm256_shuffle_epi8(sdup[r], ld256(K4_SEL[2 * k]));
-                const __m256i s_hi = _mm256_shuffle_epi8(sdup[r], ld256(K4_SEL[2 * k + 1]));
+            const __m256 d = _mm256_mul_ps(dwv, dat[t]), dm = _mm256_mul_ps(dmv, dat[t]);
+            if (grp) {
                 KUNROLL
-                for (int t = 0; t < T; t++) {
-                    const uint8_t *a = x + t * xrb + i * 292 + 4 + 64 * k;
-                    const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(lo, ld256(a)), s_lo),
-                                                       _mm256_madd_epi16(_mm256_maddubs_epi16(hi, ld256(a + 32)), s_hi));
-                    P[t][r] = (grp || k == 0) ? p : _mm256_add_epi32(P[t][r], p);
+                for (int k = 0; k < 4; k++) {
+                    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tree8(P[k][t])), d, acc[t]);
+                    accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(minsk[k], bsp[t][k])), dm, accm[t]);
                 }
-            }
-            KUNROLL
-            for (int t = 0; t < T; t++) {
-                const __m256i mk = _mm256_madd_epi16(minsk[k], bsp[t][k]);
-                M[t] = (grp || k == 0) ? mk : _mm256_add_epi32(M[t], mk);
-                if (grp || k == 3) {
-                    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tree8(P[t])), _mm256_mul_ps(dwv, dat[t]), acc[t]);
-                    accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(M[t]), _mm256_mul_ps(dmv, dat[t]), accm[t]);
-                }
+            } else {
+                __m256i M = _mm256_madd_epi16(minsk[0], bsp[t][0]);
+                KUNROLL
+                for (int k = 1; k < 4; k++) M = _mm256_add_epi32(M, _mm256_madd_epi16(minsk[k], bsp[t][k]));
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tree8(P[0][t])), d, acc[t]);
+                accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(M), dm, accm[t]);
             }
         }
     }
@@ -865,15 +886,18 @@ KINLINE void tile_q4_K(const uint8_t *const *wr, const uint8_t *restrict x, size
             const int nr = row1 - rt < 8 ? (int)(row1 - rt) : 8;                                       \
             const uint8_t *wr[8];                                                                      \
             for (int r = 0; r < 8; r++) wr[r] = w + (size_t)(rt + (r < nr ? r : nr - 1)) * w_row_bytes; \
+            /* next tile (contiguous rows), prefetched during this one's first token group */      \
+            const uint8_t *pf = rt + 16 <= row1 ? w + (size_t)(rt + 8) * w_row_bytes : NULL;         \
             for (int t = 0; t < n_tok; t += 4) {                                                       \
                 const uint8_t *xt = x + (size_t)t * xq_row_bytes;                                      \
                 const int nt = n_tok - t < 4 ? n_tok - t : 4;                                          \
                 __m256 o[KMAXT];                                                                       \
+                const uint8_t *pft = t == 0 ? pf : NULL;                                               \
                 switch (nt) {                                                                          \
-                case 4: CALL(wr, xt, xq_row_bytes, n_in, 4, o); break;                                 \
-                case 3: CALL(wr, xt, xq_row_bytes, n_in, 3, o); break;                                 \
-                case 2: CALL(wr, xt, xq_row_bytes, n_in, 2, o); break;                                 \
-                default: CALL(wr, xt, xq_row_bytes, n_in, 1, o); break;                                \
+                case 4: CALL(wr, xt, xq_row_bytes, n_in, 4, o, pft, 8 * w_row_bytes); break;           \
+                case 3: CALL(wr, xt, xq_row_bytes, n_in, 3, o, pft, 8 * w_row_bytes); break;           \
+                case 2: CALL(wr, xt, xq_row_bytes, n_in, 2, o, pft, 8 * w_row_bytes); break;           \
+                default: CALL(wr, xt, xq_row_bytes, n_in, 1, o, pft, 8 * w_row_bytes); break;          \
                 }                                                                                      \
                 for (int k = 0; k < nt; k++) {                                                         \
                     float *yy = y + (size_t)(t + k) * ldy + (size_t)rt;                                \
@@ -883,10 +907,11 @@ KINLINE void tile_q4_K(const uint8_t *const *wr, const uint8_t *restrict x, size
             }                                                                                          \
         }                                                                                              \
     }
-#define CALL_Q4_0(wr, x, xrb, n, T, o)    tile_b32(wr, x, xrb, n, T, o, 0)
-#define CALL_IQ4_NL(wr, x, xrb, n, T, o)  tile_b32(wr, x, xrb, n, T, o, 1)
-#define CALL_Q4_K(wr, x, xrb, n, T, o)    tile_q4_K(wr, x, xrb, n, T, o, 0)
-#define CALL_Q4_K_G(wr, x, xrb, n, T, o)  tile_q4_K(wr, x, xrb, n, T, o, 1)
+/* pf_total: the next tile's bytes (8 rows); per-block prefetch step = pf_total / blocks */
+#define CALL_Q4_0(wr, x, xrb, n, T, o, pf, pft)   ((void)(pf), tile_b32(wr, x, xrb, n, T, o, 0))
+#define CALL_IQ4_NL(wr, x, xrb, n, T, o, pf, pft) ((void)(pf), tile_b32(wr, x, xrb, n, T, o, 1))
+#define CALL_Q4_K(wr, x, xrb, n, T, o, pf, pft)   tile_q4_K(wr, x, xrb, n, T, o, 0, pf, (pft) / (size_t)((n) / 256))
+#define CALL_Q4_K_G(wr, x, xrb, n, T, o, pf, pft) tile_q4_K(wr, x, xrb, n, T, o, 1, pf, (pft) / (size_t)((n) / 256))
 DEF_MM_TILE(q4_0, CALL_Q4_0)
 DEF_MM_TILE(iq4_nl, CALL_IQ4_NL)
 DEF_MM_TILE(q4_K, CALL_Q4_K)
