@@ -345,13 +345,13 @@ typedef struct merge_job {
     const char     *blob_end; /* the end of the merge strings */
 } merge_job;
 
-/* splits merge r at the first space after its first byte (llama.cpp: find(' ', 1)); 0 if
- * it is not two non-empty pieces separated by exactly one space */
 static inline uint64_t spaces8(uint64_t w) { /* 0x80 in each byte of w that is ' ' */
     const uint64_t lo7 = 0x7f7f7f7f7f7f7f7full, t = w ^ 0x2020202020202020ull;
     return ~(((t & lo7) + lo7) | t | lo7);
 }
 
+/* splits merge r at the first space after its first byte (llama.cpp: find(' ', 1)); 0 if
+ * it is not two non-empty pieces separated by exactly one space */
 static int merge_split(const gguf_kv *kv, size_t r, const char **s, size_t *nl, const char **rp, size_t *nr) {
     uint64_t len;
     const char *m = *s = gguf_arr_str(kv, r, &len);
