@@ -742,7 +742,9 @@ KINLINE void dot_q6_K(const uint8_t *restrict w, const uint8_t *restrict x, size
 KINLINE __m256i tree8(const __m256i *p) { /* p[8] -> lane r = sum of the 8 lanes of p[r] */
     const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
     const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
-    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+    /* [a.lo | b.lo] + [a.hi | b.hi], with inserts (vperm2i128 is slow on Zen 1) */
+    return _mm256_add_epi32(_mm256_inserti128_si256(a, _mm256_castsi256_si128(b), 1),
+                            _mm256_inserti128_si256(b, _mm256_extracti128_si256(a, 1), 0));
 }
 /* the f16 at byte off of each of 8 rows, as 8 f32 lanes */
 KINLINE __m256 h8(const uint8_t *const *wr, size_t off) {
