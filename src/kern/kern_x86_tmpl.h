@@ -233,6 +233,14 @@ static const uint8_t K4_SEL[8][32] = {
 #undef S1
 };
 
+/* i16 scales for a vphaddw'd pair k: [s(2k) x4, s(2k+1) x4] in both 128-bit lanes */
+static const uint8_t K4_PAIR[4][32] = {
+#define S4(a) a, a + 1, a, a + 1, a, a + 1, a, a + 1
+    { S4(0), S4(2), S4(0), S4(2) }, { S4(4), S4(6), S4(4), S4(6) },
+    { S4(8), S4(10), S4(8), S4(10) }, { S4(12), S4(14), S4(12), S4(14) },
+#undef S4
+};
+
 KINLINE void dot_q45_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,
                        int64_t n, const int T, float *restrict out, const int q5) {
     const size_t wb = q5 ? 176 : 144;
@@ -827,13 +835,15 @@ KINLINE void tile_q4_K(const uint8_t *const *wr, const uint8_t *restrict x, size
             for (int k = 0; k < 4; k++) {
                 const __m256i q = ld256(wr[r] + off + 16 + 32 * k);
                 const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-                const __m256i s_lo = _mm256_shuffle_epi8(sdup, ld256(K4_SEL[2 * k]));
-                const __m256i s_hi = _mm256_shuffle_epi8(sdup, ld256(K4_SEL[2 * k + 1]));
+                /* the two sub-blocks' i16 pair sums folded by vphaddw (|sum| <= 4 * 15 * 128 fits
+                 * i16), then one vpmaddwd by [s(2k) x4, s(2k+1) x4]: the multiply pipe is Zen 1's
+                 * bottleneck here. Only each row's total matters (tree8), not the lanes. */
+                const __m256i sp = _mm256_shuffle_epi8(sdup, ld256(K4_PAIR[k]));
                 KUNROLL
                 for (int t = 0; t < T; t++) {
                     const uint8_t *a = x + t * xrb + i * 292 + 4 + 64 * k;
-                    const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(lo, ld256(a)), s_lo),
-                                                       _mm256_madd_epi16(_mm256_maddubs_epi16(hi, ld256(a + 32)), s_hi));
+                    const __m256i p = _mm256_madd_epi16(_mm256_hadd_epi16(_mm256_maddubs_epi16(lo, ld256(a)),
+                                                                          _mm256_maddubs_epi16(hi, ld256(a + 32))), sp);
                     if (grp) P[k][t][r] = p;
                     else sum[t] = k == 0 ? p : _mm256_add_epi32(sum[t], p);
                 }
