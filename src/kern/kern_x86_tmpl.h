@@ -233,6 +233,13 @@ static const uint8_t K4_SEL[8][32] = {
 #undef S1
 };
 
+/* i16 scales for two vphaddw'd pairs k, k+1 (k = 0, 2): [s(2k) x2 .. s(2k+3) x2] per lane */
+static const uint8_t K4_QUAD[2][32] = {
+#define S2x(a) a, a + 1, a, a + 1
+    { S2x(0), S2x(2), S2x(4), S2x(6), S2x(0), S2x(2), S2x(4), S2x(6) },
+    { S2x(8), S2x(10), S2x(12), S2x(14), S2x(8), S2x(10), S2x(12), S2x(14) },
+#undef S2x
+};
 /* i16 scales for a vphaddw'd pair k: [s(2k) x4, s(2k+1) x4] in both 128-bit lanes */
 static const uint8_t K4_PAIR[4][32] = {
 #define S4(a) a, a + 1, a, a + 1, a, a + 1, a, a + 1
@@ -831,6 +838,28 @@ KINLINE void tile_q4_K(const uint8_t *const *wr, const uint8_t *restrict x, size
             const __m256i sdup = _mm256_cvtepu8_epi16(_mm_unpacklo_epi64(sm, sm));
             mrow[r] = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)); /* i32 k = (m[2k], m[2k+1]) */
             __m256i sum[KMAXT];
+            if (!grp) {
+                /* gemv: two pairs folded twice with vphaddw (|sum| <= 8 * 15 * 127 fits i16),
+                 * one vpmaddwd by the 4 sub-block scales: 5 multiply-pipe ops per 128 codes */
+                KUNROLL
+                for (int k2 = 0; k2 < 2; k2++) {
+                    const __m256i qa = ld256(wr[r] + off + 16 + 64 * k2), qb = ld256(wr[r] + off + 48 + 64 * k2);
+                    const __m256i la = _mm256_and_si256(qa, m4), ha = _mm256_and_si256(_mm256_srli_epi16(qa, 4), m4);
+                    const __m256i lb = _mm256_and_si256(qb, m4), hb = _mm256_and_si256(_mm256_srli_epi16(qb, 4), m4);
+                    const __m256i sq = _mm256_shuffle_epi8(sdup, ld256(K4_QUAD[k2]));
+                    KUNROLL
+                    for (int t = 0; t < T; t++) {
+                        const uint8_t *a = x + t * xrb + i * 292 + 4 + 128 * k2;
+                        const __m256i h0 = _mm256_hadd_epi16(_mm256_maddubs_epi16(la, ld256(a)), _mm256_maddubs_epi16(ha, ld256(a + 32)));
+                        const __m256i h1 = _mm256_hadd_epi16(_mm256_maddubs_epi16(lb, ld256(a + 64)), _mm256_maddubs_epi16(hb, ld256(a + 96)));
+                        const __m256i p = _mm256_madd_epi16(_mm256_hadd_epi16(h0, h1), sq);
+                        sum[t] = k2 == 0 ? p : _mm256_add_epi32(sum[t], p);
+                    }
+                }
+                KUNROLL
+                for (int t = 0; t < T; t++) P[0][t][r] = sum[t];
+                continue;
+            }
             KUNROLL
             for (int k = 0; k < 4; k++) {
                 const __m256i q = ld256(wr[r] + off + 16 + 32 * k);
