@@ -149,11 +149,14 @@ void attn_kv_store(g4_session *s, const g4_layer *l, int r0, int T) {
 static inline float f_of(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static inline uint32_t u_of(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 
-/* One lane of ggml_v_expf (ggml-cpu/vec.h, the AVX2+FMA build; the AVX-512 and NEON builds
- * compute the same): exp(x) = 2^n * (1 + j) with n = round(x*log2(e)) and a degree-5
- * polynomial j of the reduced argument b; |n| > 126 rescales in two steps, |n| > 192
- * saturates. Every fused multiply-add of the original is an fmaf here (one rounding on any
- * ISA); integer steps are 32-bit wrapping arithmetic on the bit patterns. */
+/* One lane of ggml_v_expf (ggml-cpu/vec.h, the AVX2+FMA build; the NEON one is the same
+ * lane for lane, the AVX-512 one is not: scalef, 16-cell blocks): exp(x) = 2^n * (1 + j) with
+ * n = round(x*log2(e)) and a degree-5 polynomial j of the reduced argument b; |n| > 126
+ * rescales in two steps, |n| > 192 saturates. Every fused multiply-add of the original is an
+ * fmaf here (one rounding on any ISA); integer steps are 32-bit wrapping arithmetic on the
+ * bit patterns. (A double-precision a*b+c would also do for every x <= 0, checked
+ * exhaustively, but is no faster without FMA hardware: about 25 ns a call either way, 4x
+ * libm's expf; a vector version belongs in src/kern.) */
 float attn_expf(float x) {
     const float r = 0x1.8p23f;
     const float z = fmaf(x, 0x1.715476p+0f, r);
