@@ -222,13 +222,17 @@ typedef struct attn_win {
     int64_t c0;         /* row of position lo in the slot (K rows, V rows or channels) */
 } attn_win;
 
+void attn_hull(int64_t lo, int64_t p, int64_t *a, int64_t *nw) {
+    *a = lo & ~(int64_t)31;
+    *nw = ((p + 32) & ~(int64_t)31) - *a;
+}
+
 static attn_win attn_window(const g4_session *s, const g4_layer *l, const g4_kv_slot *kv, int t) {
     attn_win w;
     w.p = s->pos[t];
     w.lo = l->swa && w.p - s->m->cfg.n_swa + 1 > 0 ? w.p - s->m->cfg.n_swa + 1 : 0;
     w.n = w.p - w.lo + 1;
-    w.a = w.lo & ~(int64_t)31;
-    w.nw = ((w.p + 32) & ~(int64_t)31) - w.a;
+    attn_hull(w.lo, w.p, &w.a, &w.nw);
     w.off = w.lo - w.a;
     w.c0 = w.lo % kv->n_cells;
     G4_ASSERT(w.n <= kv->n_cells && w.c0 + w.n <= kv->n_rows && w.nw <= s->n_cells_max);

@@ -13,7 +13,8 @@
  * Ops: rms_norm (weightless, and fused with the weight multiply), NEOX RoPE (sliding: plain;
  * full: proportional with rope_freqs), soft_max_ext on llama.cpp KQ rows (n_kv padded to 256,
  * -inf mask outside the causal / sliding window), GELU (every f16 input and random floats),
- * the logit soft-cap (scale, tanh, scale).
+ * the logit soft-cap (scale, tanh, scale), and the rule attention multiplies V by: ggml's
+ * own kqv product over the 32-aligned hull of a window equals its product over all cells.
  * --all adds the ops of src/quant and src/kern: ggml_get_rows of every weight type (the
  * embedding lookups), the activation conversions (ggml-cpu from_float to F16, BF16, Q8_0,
  * Q8_1, Q8_K) and one-row dot products (ggml-cpu vec_dot) against every kernel table here.
@@ -42,7 +43,7 @@
 
 /* ==== ggml's API, declared locally (ggml.h of llama.cpp de3ff81) ==== */
 
-enum { GGML_TYPE_F32 = 0, GGML_TYPE_I32 = 26, GGML_ROPE_TYPE_NEOX = 2 };
+enum { GGML_TYPE_F32 = 0, GGML_TYPE_F16 = 1, GGML_TYPE_I32 = 26, GGML_ROPE_TYPE_NEOX = 2 };
 
 struct g_init_params { /* struct ggml_init_params */
     size_t mem_size;
@@ -80,6 +81,7 @@ typedef struct gapi {
     int    (*compute)(gctx *, ggraph *, int);
     void   (*cpu_init)(void);
     gten  *(*get_rows)(gctx *, gten *, gten *);
+    gten  *(*mul_mat)(gctx *, gten *, gten *);
     size_t (*quantize_chunk)(int, const float *, void *, int64_t, int64_t, int64_t, const float *);
     const struct g_traits_cpu *(*traits_cpu)(int);
 } gapi;
@@ -109,7 +111,7 @@ static int load(gapi *g, const char *dir, const char *cpu) {
            SYM(base, "ggml_rope_ext", g->rope_ext) && SYM(base, "ggml_new_graph", g->new_graph) &&
            SYM(base, "ggml_build_forward_expand", g->expand) &&
            SYM(lc, "ggml_graph_compute_with_ctx", g->compute) && SYM(lc, "ggml_cpu_init", g->cpu_init) &&
-           SYM(base, "ggml_get_rows", g->get_rows) && SYM(base, "ggml_quantize_chunk", g->quantize_chunk) &&
+           SYM(base, "ggml_get_rows", g->get_rows) && SYM(base, "ggml_mul_mat", g->mul_mat) && SYM(base, "ggml_quantize_chunk", g->quantize_chunk) &&
            SYM(lc, "ggml_get_type_traits_cpu", g->traits_cpu);
 }
 
@@ -281,6 +283,54 @@ static void t_expf(const gapi *g, tally *t) {
     g->free_ctx(c);
 }
 
+/* kqv = mul_mat(v, kq) as llama.cpp runs it, over all n_kv cells with zero probabilities
+ * outside the window, against the same ggml product over only attention's 32-aligned hull
+ * (attn_hull): ggml's lanes must make the two equal bit for bit, for n_col query columns of
+ * one window (1: ggml_vec_dot_f32/f16, >= 2: tinyBLAS) and V in F32 or F16. This checks the
+ * hull rule itself; whether kern's matmul reproduces ggml's product is oracle_kern's part. */
+static void t_kqv_hull(const gapi *g, tally *t, int vtype, int n_col) {
+    const int64_t n_kv = 512, hd = 64;
+    static const int64_t W[][2] = { { 0, 0 }, { 0, 39 }, { 32, 39 }, { 33, 40 }, { 100, 131 }, { 200, 455 },
+                                    { 31, 32 }, { 64, 511 }, { 480, 511 }, { 7, 300 } };
+    int64_t bad = 0, total = 0;
+    for (size_t wi = 0; wi < sizeof W / sizeof W[0]; wi++) {
+        const int64_t lo = W[wi][0], p = W[wi][1];
+        int64_t a, nw;
+        attn_hull(lo, p, &a, &nw);
+        gctx *c = ctx_new(g, 64u << 20);
+        gten *vf = g->new_2d(c, GGML_TYPE_F32, n_kv, hd), *vh = g->new_2d(c, GGML_TYPE_F32, nw, hd);
+        gten *pf = g->new_2d(c, GGML_TYPE_F32, n_kv, n_col), *ph = g->new_2d(c, GGML_TYPE_F32, nw, n_col);
+        float *vfd = fdata(g, vf), *vhd = fdata(g, vh), *pfd = fdata(g, pf), *phd = fdata(g, ph);
+        for (int64_t i = 0; i < n_kv * hd; i++) vfd[i] = rnd_normal(t);
+        for (int64_t j = 0; j < n_col; j++)
+            for (int64_t i = 0; i < n_kv; i++) pfd[j * n_kv + i] = i >= lo && i <= p ? rnd_uniform(t) / (float)(p - lo + 1) : 0.0f;
+        for (int64_t d = 0; d < hd; d++) memcpy(vhd + d * nw, vfd + d * n_kv + a, (size_t)nw * sizeof(float));
+        for (int64_t j = 0; j < n_col; j++) memcpy(phd + j * nw, pfd + j * n_kv + a, (size_t)nw * sizeof(float));
+        gten *yf, *yh;
+        if (vtype == GGML_TYPE_F16) { /* the F16 cache: V rounded once, the same in both */
+            gten *vf16 = g->new_2d(c, vtype, n_kv, hd), *vh16 = g->new_2d(c, vtype, nw, hd);
+            uint16_t *a16 = g->get_data(vf16), *b16 = g->get_data(vh16);
+            for (int64_t i = 0; i < n_kv * hd; i++) a16[i] = g4_f32_to_f16(vfd[i]);
+            for (int64_t d = 0; d < hd; d++) memcpy(b16 + d * nw, a16 + d * n_kv + a, (size_t)nw * 2);
+            yf = g->mul_mat(c, vf16, pf);
+            yh = g->mul_mat(c, vh16, ph);
+        } else {
+            yf = g->mul_mat(c, vf, pf);
+            yh = g->mul_mat(c, vh, ph);
+        }
+        if (run(g, c, yf) && run(g, c, yh)) {
+            int64_t first;
+            bad += diff(fdata(g, yf), fdata(g, yh), hd * n_col, &first);
+            total += hd * n_col;
+        } else bad++;
+        g->free_ctx(c);
+    }
+    char name[64];
+    snprintf(name, sizeof name, "kqv hull %s %d column%s", vtype == GGML_TYPE_F16 ? "f16" : "f32", n_col, n_col > 1 ? "s" : "");
+    if (bad == 0) { printf("ok   %s (%lld values)\n", name, (long long)total); t->pass++; }
+    else { printf("FAIL %s: %lld of %lld values differ\n", name, (long long)bad, (long long)total); t->fail++; }
+}
+
 /* ggml_gelu (fp16 table): every finite f16 value as input, then random floats */
 static void t_gelu(const gapi *g, tally *t) {
     const int64_t n = 65536 + 65536;
@@ -443,6 +493,10 @@ int main(int argc, char **argv) {
     t_softmax(&g, &t, 512, 64, 300, 0, 10.0f);  /* n_kv 512 */
     t_softmax(&g, &t, 512, 64, 300, 128, 10.0f);
     t_softmax(&g, &t, 256, 40, 0, 0, 60.0f);    /* scores spread beyond exp's normal range */
+    t_kqv_hull(&g, &t, GGML_TYPE_F32, 1);
+    t_kqv_hull(&g, &t, GGML_TYPE_F32, 2);
+    t_kqv_hull(&g, &t, GGML_TYPE_F16, 1);
+    t_kqv_hull(&g, &t, GGML_TYPE_F16, 3);
     t_gelu(&g, &t);
     t_softcap(&g, &t, 30.0f);
     t_softcap(&g, &t, 15.0f);
