@@ -6,17 +6,16 @@
 # soft-cap) it runs the same prompt of ids through llama.cpp (tests/oracle/oracle.mjs: one
 # llama_decode for the prompt, flash attention off) and through `g4 run --ids` (prompt in
 # chunks of --ubatch), with a prompt several times longer than the sliding window, and checks:
-#   - the 16 greedy tokens are identical. Quantized cases only: tokens may part at a step
-#     where llama.cpp's own top-2 margin is below MARGIN_Q (the histories are identical up to
-#     that step, so only rounding noise decides it);
-#   - the last prompt position's logits: NMSE <= 1e-5 (float weights; F32 and F16) and, for
-#     quantized weights (and BF16), NMSE <= 1e-2 with top-10 overlap >= 8
-#     (gemma4-architecture.md §5). Without rounding flips the quantized cases sit at 1e-13
-#     or below; a single activation-rounding flip (an 8-bit activation landing on the other
-#     side of a rounding boundary because the dot-product kernels sum in another order than
-#     ggml's) moves these tiny models by 1e-4 .. 4e-3 (oracle.md §5), hence the bound.
-#     llama.cpp against itself on the q5_k file below: flash attention on vs off NMSE 8e-3
-#     (top-10 overlap 9), KV F16 vs F32 4.4e-3 (overlap 8).
+#   - the 16 greedy tokens are identical;
+#   - the last prompt position's logits: NMSE <= 1e-5 for float weights (F32, F16) and
+#     <= 1e-3 with top-10 overlap >= 8 for quantized weights and BF16 (the issue's bounds).
+#     Float weights differ from llama.cpp in f32 summation order only (~1e-7). For quantized
+#     weights our AVX2 kernels reproduce ggml's haswell kernels bit for bit (oracle_kern.sh)
+#     and the other ops ggml's (oracle_ops.sh), so these cases sit at 0 .. 1e-13; a single
+#     8-bit activation rounding flip (an activation landing on the other side of a rounding
+#     boundary because some sum ran in another order) would move these tiny models by
+#     1e-4 .. 4e-3. For scale, llama.cpp against itself on the q4_k model with other seeds:
+#     prompt as one batch vs token by token NMSE 1.4e-3 .. 2.3e-3 (its repacked gemm vs gemv).
 # KV cache F32 on both sides unless the case says f16 (both sides F16).
 # Without tests/oracle/node_modules (make test-deps) it prints "skipped".
 # Env: B (build dir), G4 (g4 binary), KEEP=1 keeps the temp dir, VERBOSE=1 prints every result,
@@ -51,7 +50,6 @@ bad() { fail=$((fail + 1)); echo "FAIL $*" >&2; }
 PROMPT=2,17,33,45,99,100,101,102,103,104,105,106,260,261,300,301,302,303,310,311,320,321,330,331,340,341,350,351,360,361,370,371,380,381,390,391,400,401,410,411
 N=16
 
-MARGIN_Q=0.3
 CASES=$tmp/cases
 : >"$CASES"
 : >"$tmp/jobs"
@@ -75,7 +73,7 @@ prompt_of() { if [ -f "$tmp/$1.prompt" ]; then cat "$tmp/$1.prompt"; else echo "
 case_check() {
     name=$1 cls=$2 kv=$3
     shift 3
-    if [ "$cls" = F ]; then tol=1e-5; else tol=1e-2; fi
+    if [ "$cls" = F ]; then tol=1e-5; else tol=1e-3; fi
     if [ ! -s "$tmp/$name.ref.ids" ] || [ ! -s "$tmp/$name.ref.f32" ]; then
         bad "$name: llama.cpp gave no result (see $B/test-oracle_forward.err)"; return
     fi
@@ -92,9 +90,7 @@ case_check() {
     else
         agree=$((k - 1))
         mg=$(sed -n "${k}p" "$tmp/$name.ref.mg" | cut -d' ' -f2)
-        if [ "$cls" = Q ] && awk -v x="$mg" -v t="$MARGIN_Q" 'BEGIN { exit !(x + 0 < t + 0) }'; then
-            ok "$name tokens (part at step $k, llama.cpp margin $mg)"
-        else bad "$name tokens: llama.cpp $ref, g4 $got (step $k, llama.cpp margin $mg)"; fi
+        bad "$name tokens: llama.cpp $ref, g4 $got (step $k, llama.cpp margin $mg)"
     fi
     line=$(node "$ORACLE" cmp "$tmp/$name.ref.f32" "$tmp/$name.g4.f32")
     nmse=$(printf '%s\n' "$line" | sed -E 's/^nmse=([^ ]+).*/\1/')
