@@ -584,7 +584,7 @@ static g4_status load_merges(g4_vocab *v, const gguf_file *f, g4_pool *pool, cha
     G4_ASSERT((nm == 0 || v->merge_id) && v->mtab_mask + 1 == pow2_at_least((uint64_t)nm * 2));
     v->n_merges = (int32_t)nm;
     int nt = pool_n_threads(pool), direct = nt == 1;
-    uint64_t *keys = nm && !direct ? g4_malloc(&v->al, nm * sizeof *keys) : NULL;
+    uint64_t *keys = nm && !direct ? zeroed_block(&v->al, nm * sizeof *keys) : NULL;
     int64_t *first_bad = g4_malloc(&v->al, (size_t)nt * sizeof *first_bad);
     if ((nm && !direct && !keys) || !first_bad) {
         g4_free(&v->al, keys, nm * sizeof *keys);
