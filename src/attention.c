@@ -19,6 +19,7 @@
  */
 #include "forward.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -175,6 +176,65 @@ float attn_expf(float x) {
     return fmaf(s2, j, s2) * s1;
 }
 
+/* attn_expf on 4 lanes at once where the compiler has generic vectors (GCC >= 12, clang) and
+ * evaluates float and double in their own precision. Each fused multiply-add a*b + c of the
+ * normal path (|n| <= 126) is done in double, rounded once to float: the product of two
+ * floats is exact in double and, for every input x <= 0, the double sum rounds to the same
+ * float as a fused operation would (checked exhaustively over all 2^31 non-positive floats
+ * against attn_expf). Lanes that need the |n| > 126 path are redone by attn_expf. Plain C:
+ * SSE2 on x86-64, NEON on AArch64; about 2x faster than the fmaf calls. */
+#if (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)) && defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+#define ATTN_EXP4 1
+typedef float   attn_v4f __attribute__((vector_size(16)));
+typedef int32_t attn_v4i __attribute__((vector_size(16)));
+typedef float   attn_v2f __attribute__((vector_size(8)));
+typedef double  attn_v2d __attribute__((vector_size(16)));
+
+static inline attn_v4f v4(float f) { return (attn_v4f){ f, f, f, f }; }
+
+static inline attn_v2d v2d_lo(attn_v4f a) { return __builtin_convertvector(__builtin_shufflevector(a, a, 0, 1), attn_v2d); }
+static inline attn_v2d v2d_hi(attn_v4f a) { return __builtin_convertvector(__builtin_shufflevector(a, a, 2, 3), attn_v2d); }
+
+/* float(a*b + c) with the product exact and one double add (see above) */
+static inline attn_v4f fma4(attn_v4f a, attn_v4f b, attn_v4f c) {
+    const attn_v2f l = __builtin_convertvector(v2d_lo(a) * v2d_lo(b) + v2d_lo(c), attn_v2f);
+    const attn_v2f h = __builtin_convertvector(v2d_hi(a) * v2d_hi(b) + v2d_hi(c), attn_v2f);
+    return __builtin_shufflevector(l, h, 0, 1, 2, 3);
+}
+
+/* x[0..4) = attn_expf(x[0..4)) for x <= 0 */
+static void expf4(float *x) {
+    attn_v4f xv;
+    memcpy(&xv, x, sizeof xv);
+    const attn_v4f r = v4(0x1.8p23f);
+    const attn_v4f z = fma4(xv, v4(0x1.715476p+0f), r);
+    const attn_v4f n = z - r;
+    const attn_v4f b = fma4(-n, v4(0x1.7f7d1cp-20f), fma4(-n, v4(0x1.62e4p-1f), xv));
+    attn_v4i zi;
+    memcpy(&zi, &z, sizeof zi);
+    const attn_v4i ki = (attn_v4i)((zi << 23) + 0x3f800000); /* u_of(1.0f) */
+    attn_v4f k;
+    memcpy(&k, &ki, sizeof k);
+    const attn_v4f u = b * b;
+    const attn_v4f j = fma4(fma4(fma4(v4(0x1.0e4020p-7f), b, v4(0x1.573e2ep-5f)), u, fma4(v4(0x1.555e66p-3f), b, v4(0x1.fffdb6p-2f))),
+                            u, v4(0x1.ffffecp-1f) * b);
+    const attn_v4f res = fma4(j, k, k);
+    const attn_v4i big = (n > v4(126.0f)) | (n < v4(-126.0f));
+    if (big[0] | big[1] | big[2] | big[3])
+        for (int i = 0; i < 4; i++) x[i] = attn_expf(x[i]);
+    else
+        memcpy(x, &res, sizeof res);
+}
+#endif
+
+void attn_expf_n(float *x, int64_t n) {
+    int64_t i = 0;
+#ifdef ATTN_EXP4
+    for (; i + 4 <= n; i += 4) expf4(x + i);
+#endif
+    for (; i < n; i++) x[i] = attn_expf(x[i]);
+}
+
 /* ref: ops.cpp ggml_compute_forward_soft_max_f32 (scale 1, no ALiBi, no sinks) on llama.cpp's
  * KQ row: one entry per KV cell [0, n_kv), masked cells -inf. vec.cpp ggml_vec_soft_max_f32
  * (AVX2): exp over aligned blocks of 8 cells with ggml_v_expf, each block summed in f32 as
@@ -186,7 +246,8 @@ float attn_expf(float x) {
 void attn_softmax(float *x, int64_t n, int64_t cell0) {
     float max = -INFINITY;
     for (int64_t i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
-    for (int64_t i = 0; i < n; i++) x[i] = attn_expf(x[i] - max);
+    for (int64_t i = 0; i < n; i++) x[i] -= max;
+    attn_expf_n(x, n);
     double sum = 0.0;
     for (int64_t i = -(cell0 % 8); i < n; i += 8) {
         float c[8];

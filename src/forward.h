@@ -145,6 +145,8 @@ G4_INTERNAL void attn_rope_neox(float *x, const float *cs, int n_rot);
 G4_INTERNAL void attn_hull(int64_t lo, int64_t p, int64_t *a, int64_t *nw);
 /* ggml_v_expf, one lane (vec.h). */
 G4_INTERNAL float attn_expf(float x);
+/* x[i] = attn_expf(x[i]) for i < n, for x <= 0 (vectorised where the compiler allows). */
+G4_INTERNAL void attn_expf_n(float *x, int64_t n);
 /* ggml_soft_max_ext of a llama.cpp KQ row whose visible cells are [cell0, cell0 + n):
  * x[0..n) scores in, probabilities out. */
 G4_INTERNAL void attn_softmax(float *x, int64_t n, int64_t cell0);
