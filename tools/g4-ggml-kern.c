@@ -210,9 +210,19 @@ int main(int argc, char **argv) {
         double worst = 0;
         for (int nbk = 1; nbk <= 48; nbk++) {
             const int64_t n = (int64_t)nbk * 256;
-            for (int rep = 0; rep < 4; rep++) {
+            for (int rep = 0; rep < 8; rep++) {
+                /* weights and activations: uniform, spiky, tiny, heavy-tailed, one outlier,
+                 * wide weight range, values from a small set (ties of |x|), sparse */
                 const float amp = rep == 3 ? 1e-3f : 1.0f;
-                for (int64_t i = 0; i < n; i++) { wf[i] = rndf() * amp; x[i] = rndf() * (1 + (i % 7 == 0) * 8); }
+                for (int64_t i = 0; i < n; i++) {
+                    const float r = rndf(), q = rndf();
+                    wf[i] = rep == 5 ? r * r * r * 100.0f : r * amp;
+                    x[i] = rep == 3 ? r / (fabsf(q) + 0.01f)
+                         : rep == 4 ? (i == n / 3 ? 300.0f : r)
+                         : rep == 6 ? (float)((int)(r * 4.0f)) * 0.5f
+                         : rep == 7 ? (q > 0.8f ? r : 0.0f)
+                         : r * (1 + (i % 7 == 0) * 8);
+                }
                 quant_quantize_row(T[ti].type, wf, w, n);
                 qf(x, xg, n);
                 if (dq) {
