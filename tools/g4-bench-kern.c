@@ -2,7 +2,10 @@
  * E2B shapes next to the single-thread DRAM read rate measured in the same run, and Q4_K
  * prefill GEMM throughput next to a measured int8 dot peak.
  *
- *   build/g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q]   (-q: quick, small shapes)
+ *   build/g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H]
+ *   (-q: quick, small shapes; -T q4_K,q6_K: only these weight types; -S LM: only shapes whose
+ *   label contains this; -1: matvec on 1 thread only, no 2-thread runs, no GEMM; -H: matvec
+ *   weights in transparent huge pages (madvise), to compare with 4 KiB pages)
  *
  * Shapes are ggml order n_in x n_out (ffn_gate/up 1536x6144, ffn_down 6144x1536, layers
  * 15-34 gate/up 1536x12288, LM head 1536x262144). Weights are random blocks (random bytes,
@@ -17,6 +20,9 @@
 #include <time.h>
 
 #include <immintrin.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "kern/kern.h"
 #include "pool.h"
@@ -134,6 +140,21 @@ __attribute__((target("avx2"))) static double peak_avx2(void) {
     return (double)iters * 12 * 32 * 2 / dt * 1e-9;
 }
 
+/* types: NULL (all) or a comma-separated list of type names (quant_traits()->name) */
+static int type_wanted(const char *types, uint32_t type) {
+    if (!types) return 1;
+    const char *name = quant_traits(type)->name;
+    const size_t len = strlen(name);
+    for (const char *p = types; *p;) {
+        const char *e = strchr(p, ',');
+        const size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == len && !strncmp(p, name, n)) return 1;
+        if (!e) break;
+        p = e + 1;
+    }
+    return 0;
+}
+
 /* ==== matmul over the pool ==== */
 
 typedef struct mm_job {
@@ -152,6 +173,18 @@ static void mm_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     (void)thread;
     const mm_job *j = vctx;
     j->k->matmul[j->type](j->y, (size_t)j->n_out, j->w, j->wrb, j->xq, j->xrb, j->n_in, i0, i1, j->n_tok);
+}
+
+/* matvec weights: 64-byte aligned; huge: 2 MiB aligned with MADV_HUGEPAGE (transparent huge
+ * pages where the kernel leaves them to madvise), to tell TLB / 4 KiB page effects apart */
+static uint8_t *weights_alloc(size_t bytes, int huge) {
+    if (!huge) return aligned_alloc(64, (bytes + 63) / 64 * 64);
+    const size_t al = (size_t)2 << 20, sz = (bytes + al - 1) / al * al;
+    uint8_t *w = aligned_alloc(al, sz);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (w) (void)madvise(w, sz, MADV_HUGEPAGE);
+#endif
+    return w;
 }
 
 static void random_blocks(uint32_t type, uint8_t *w, size_t bytes) {
@@ -199,12 +232,17 @@ static double time_matmul(const g4_kern *k, g4_pool *pool, uint32_t type, const 
 
 int main(int argc, char **argv) {
     const char *force = NULL;
-    int reps = 7, quick = 0;
+    int reps = 7, quick = 0, only1 = 0, huge = 0;
+    const char *types = NULL, *shapes = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-k") && i + 1 < argc) force = argv[++i];
+        else if (!strcmp(argv[i], "-T") && i + 1 < argc) types = argv[++i];
+        else if (!strcmp(argv[i], "-S") && i + 1 < argc) shapes = argv[++i];
+        else if (!strcmp(argv[i], "-1")) only1 = 1;
+        else if (!strcmp(argv[i], "-H")) huge = 1;
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-q")) quick = 1;
-        else { fprintf(stderr, "usage: g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q]\n"); return 2; }
+        else { fprintf(stderr, "usage: g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H]\n"); return 2; }
     }
     if (reps < 1) reps = 1;
     if (reps > 31) reps = 31;
@@ -231,16 +269,18 @@ int main(int argc, char **argv) {
     printf("\nmatvec (1 token), GB/s of weights; %% = of the 1-thread DRAM rate\n");
     printf("%-6s %-30s %7s %21s %14s\n", "type", "shape (n_in x n_out)", "MiB", "1 thread (best)", "2 threads");
     for (size_t ti = 0; ti < sizeof TY / sizeof TY[0]; ti++) {
+        if (!type_wanted(types, TY[ti])) continue;
         for (size_t si = 0; si < sizeof SH / sizeof SH[0]; si++) {
             const int64_t n_out = quick ? SH[si].n_out / 8 : SH[si].n_out;
             if (TY[ti] == G4_TYPE_BF16 && SH[si].n_out > 100000) continue;
+            if (shapes && !strstr(SH[si].what, shapes)) continue;
             const size_t bytes = quant_row_bytes(TY[ti], SH[si].n_in) * (size_t)n_out;
-            uint8_t *w = aligned_alloc(64, (bytes + 63) / 64 * 64);
+            uint8_t *w = weights_alloc(bytes, huge);
             if (!w) continue;
             random_blocks(TY[ti], w, bytes);
-            double b1, b2;
+            double b1, b2 = 0;
             const double t1 = time_matmul(k, NULL, TY[ti], w, SH[si].n_in, n_out, 1, reps, n_out, &b1);
-            const double t2 = time_matmul(k, pool2, TY[ti], w, SH[si].n_in, n_out, 1, reps, 64, &b2);
+            const double t2 = only1 ? 1e30 : time_matmul(k, pool2, TY[ti], w, SH[si].n_in, n_out, 1, reps, 64, &b2);
             char shape[48];
             snprintf(shape, sizeof shape, "%lldx%lld %s", (long long)SH[si].n_in, (long long)n_out, SH[si].what);
             printf("%-6s %-30s %7.1f %5.1f (%3.0f%%) (%5.1f) %5.1f (%3.0f%%)\n", quant_traits(TY[ti])->name, shape,
@@ -250,6 +290,7 @@ int main(int argc, char **argv) {
         }
     }
 
+    if (only1) { pool_free(pool2); return 0; }
     const int vnni = __builtin_cpu_supports("avx512vnni");
     double peak = 0; /* best of 3: interference only slows a compute loop down */
     for (int r = 0; r < 3; r++) { const double p = vnni ? peak_vnni() : peak_avx2(); if (p > peak) peak = p; }
