@@ -769,6 +769,21 @@ KINLINE __m256 h8(const uint8_t *const *wr, size_t off) {
                                           (short)quant_rd16(wr[6] + off), (short)quant_rd16(wr[7] + off)));
 }
 
+/* the f16 pair (d, dmin) at byte off of each of 8 rows, as two vectors of 8 f32 lanes: one
+ * 32-bit load per row instead of two 16-bit ones (h8 twice) */
+KINLINE void h8x2(const uint8_t *const *wr, size_t off, __m256 *d, __m256 *dm) {
+    const __m256i v = _mm256_setr_epi32((int)quant_rd32(wr[0] + off), (int)quant_rd32(wr[1] + off),
+                                        (int)quant_rd32(wr[2] + off), (int)quant_rd32(wr[3] + off),
+                                        (int)quant_rd32(wr[4] + off), (int)quant_rd32(wr[5] + off),
+                                        (int)quant_rd32(wr[6] + off), (int)quant_rd32(wr[7] + off));
+    /* per 128-bit lane [d d d d | dm dm dm dm], then the 64-bit quarters to [d0..7 | dm0..7] */
+    const __m256i s = _mm256_shuffle_epi8(v, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
+                                                              0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15));
+    const __m256i p = _mm256_permute4x64_epi64(s, 0xd8);
+    *d = _mm256_cvtph_ps(_mm256_castsi256_si128(p));
+    *dm = _mm256_cvtph_ps(_mm256_extracti128_si256(p, 1));
+}
+
 /* Q4_0 / IQ4_NL x Q8_0, 8 rows x T tokens: out[t] lane r = row r */
 KINLINE void tile_b32(const uint8_t *const *wr, const uint8_t *restrict x, size_t xrb, int64_t n,
                       const int T, __m256 *out, const int iq) {
@@ -813,7 +828,8 @@ KINLINE void tile_q4_K(const uint8_t *const *wr, const uint8_t *restrict x, size
         const size_t off = (size_t)i * 144;
         if (pf)
             for (size_t b = 0; b < pf_step; b += 64) _mm_prefetch((const char *)pf + (size_t)i * pf_step + b, _MM_HINT_T0);
-        const __m256 dwv = h8(wr, off), dmv = h8(wr, off + 2);
+        __m256 dwv, dmv;
+        h8x2(wr, off, &dwv, &dmv);
         /* per token: (bs(2k), bs(2k+1)) i16 pairs, bs(j) = the 32 codes of sub-block j summed */
         __m256i bsp[KMAXT][4];
         __m256 dat[KMAXT];
@@ -857,7 +873,13 @@ KINLINE void tile_q4_K(const uint8_t *const *wr, const uint8_t *restrict x, size
                     }
                 }
                 KUNROLL
-                for (int t = 0; t < T; t++) P[0][t][r] = sum[t];
+                for (int t = 0; t < T; t++) {
+                    /* tree8's hadd tree as the rows come (fewer live vectors, no spills) */
+                    if (r & 1) P[1][t][r >> 1] = _mm256_hadd_epi32(P[0][t][r - 1], sum[t]);
+                    else P[0][t][r] = sum[t];
+                    if (r == 3) P[2][t][0] = _mm256_hadd_epi32(P[1][t][0], P[1][t][1]);
+                    if (r == 7) P[2][t][1] = _mm256_hadd_epi32(P[1][t][2], P[1][t][3]);
+                }
                 continue;
             }
             KUNROLL
@@ -907,7 +929,10 @@ KINLINE void tile_q4_K(const uint8_t *const *wr, const uint8_t *restrict x, size
                 __m256i M = _mm256_madd_epi16(minsk[0], bsp[t][0]);
                 KUNROLL
                 for (int k = 1; k < 4; k++) M = _mm256_add_epi32(M, _mm256_madd_epi16(minsk[k], bsp[t][k]));
-                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tree8(P[0][t])), d, acc[t]);
+                const __m256i a = P[2][t][0], b = P[2][t][1];
+                const __m256i rs = _mm256_add_epi32(_mm256_inserti128_si256(a, _mm256_castsi256_si128(b), 1),
+                                                    _mm256_inserti128_si256(b, _mm256_extracti128_si256(a, 1), 0));
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(rs), d, acc[t]);
                 accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(M), dm, accm[t]);
             }
         }
