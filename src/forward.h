@@ -82,10 +82,11 @@ struct g4_session {
     float   *logits;        /* [n_logit_rows][n_vocab] after the soft-cap                   */
     int32_t  n_logit_rows;  /* capacity: n_ubatch with logits_all, else 1                   */
     int32_t  n_logits;      /* rows valid from the last eval (0 before the first eval)      */
-    /* Float order of the matmuls (kern.h matmul_grp): llama.cpp multiplies the first
-     * n - n % 4 tokens of a batch of n in groups of 4. Rows of the current chunk with index
-     * < grp_lim are such tokens; chunk_T is the chunk's row count (set by forward_chunk). */
-    int64_t  grp_lim;
+    /* Float order of the matmuls (kern.h matmul_grp, kern_grp_count): llama.cpp runs every
+     * layer op on all batch_n tokens of an eval (one ubatch); this chunk's rows are tokens
+     * [chunk_off, chunk_off + chunk_T) of it (set by the eval loop and forward_chunk). */
+    int64_t  batch_n;
+    int64_t  chunk_off;
     int32_t  chunk_T;
 
     void    *arena;         /* one allocation: KV cache + scratch                          */

@@ -269,7 +269,8 @@ g4_status g4_session_eval(g4_session *s, const int32_t *tok, size_t n_tok) {
         const int T = (int)(n_tok - off < (size_t)s->n_ubatch ? n_tok - off : (size_t)s->n_ubatch);
         const int last = off + (size_t)T == n_tok;
         const int n_out = s->logits_all ? T : (last ? 1 : 0);
-        s->grp_lim = (int64_t)(n_tok - n_tok % 4) - (int64_t)off;
+        s->batch_n = (int64_t)n_tok;
+        s->chunk_off = (int64_t)off;
         forward_chunk(s, tok + off, T, n_out);
         s->n_past += T;
         off += (size_t)T;

@@ -119,6 +119,13 @@ static void check_schedules(const char *name, const g4_testgen_opts *o, int full
     T_CHECKF(s && run(s, 0, N_GEN, ref, gref), "%s: reference run", name);
     g4_session_free(s);
 
+    /* Chunking (ubatch) and threads must not change a bit. Splitting the prompt into several
+     * evals changes what llama.cpp would batch, and so (by design, as in llama.cpp) the float
+     * order of its ops: one token takes ggml's one-column vec_dot order, two or more its
+     * tinyBLAS / 4-column gemm order (kern.h kern_grp_count). Those schedules get f32-order
+     * bounds: 1e-5 for float weights, 1e-2 where an activation rounding may flip. */
+    const int quantized_w = o->wtype && o->wtype != G4_TYPE_F32 && o->wtype != G4_TYPE_F16;
+    const double tol_order = quantized_w ? 1e-2 : 1e-5;
     struct { const char *what; g4_model *m; int ub, piece; } cases[] = {
         { "ubatch 16",      t1.m, 16, 0 },
         { "ubatch 5",       t1.m, 5,  0 },
@@ -136,7 +143,8 @@ static void check_schedules(const char *name, const g4_testgen_opts *o, int full
         g4_session_free(s);
         if (!ok) continue;
         double e = t_nmse(ref, got, (size_t)V);
-        T_CHECKF(e <= 1e-10, "%s / %s: NMSE %.3g vs one chunk", name, cases[i].what, e);
+        const double tol = cases[i].piece ? tol_order : 1e-10;
+        T_CHECKF(e <= tol, "%s / %s: NMSE %.3g vs one chunk", name, cases[i].what, e);
         T_CHECKF(!memcmp(gref, ggot, sizeof gref), "%s / %s: greedy tokens differ", name, cases[i].what);
     }
 
@@ -158,7 +166,8 @@ static void check_schedules(const char *name, const g4_testgen_opts *o, int full
             int r = rows[k];
             if (g4_session_eval(s1, PROMPT, (size_t)r + 1) != G4_OK) { T_CHECK(0); continue; }
             double e = t_nmse(g4_session_logits(s1), g4_session_logits_ith(s, (size_t)r), (size_t)V);
-            T_CHECKF(e <= 1e-10, "%s: logits_ith(%d) NMSE %.3g vs a prefix session", name, r, e);
+            /* a one-token prefix is a one-column batch for llama.cpp: another float order */
+            T_CHECKF(e <= (r == 0 ? tol_order : 1e-10), "%s: logits_ith(%d) NMSE %.3g vs a prefix session", name, r, e);
         }
     } else T_CHECKF(0, "%s: logits_all session", name);
     g4_session_free(s);

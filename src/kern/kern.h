@@ -28,12 +28,27 @@ typedef void (*g4_quant_act_fn)(const float *restrict x, void *restrict xq, int6
 typedef struct g4_kern {
     const char     *name;                          /* "scalar", "avx2", "avx512", "neon" */
     g4_matmul_fn    matmul[G4_TYPE_COUNT];         /* by weight type; NULL = not available */
-    /* The same product in the float order llama.cpp uses for tokens that its CPU backend
-     * multiplies in groups of 4 (a batch's first n - n % 4 tokens; its repacked gemm), where
-     * that differs from matmul's (decode) order; NULL = use matmul. */
+    /* The same product in the float order llama.cpp's CPU backend uses when an op has
+     * several activation columns, where that differs from matmul's (one column) order;
+     * NULL = use matmul. kern_grp_count says for which tokens. */
     g4_matmul_fn    matmul_grp[G4_TYPE_COUNT];
     g4_quant_act_fn quantize_act[G4_TYPE_COUNT];   /* by dot type: F32, F16, BF16, Q8_0, Q8_1, Q8_K */
 } g4_kern;
+
+/* Of n_tok tokens that are columns [first, first + n_tok) of an op llama.cpp runs on N
+ * columns, how many leading ones take matmul_grp: float weights (F32/F16/BF16) all of them
+ * when N >= 2 and n_in % 8 == 0 (tinyBLAS; one column: ggml_vec_dot); Q4_K the columns below
+ * N - N % 4 (its repacked 4-column gemm; the rest its gemv); other types none. */
+static inline int kern_grp_count(uint32_t type, int64_t N, int64_t first, int n_tok, int64_t n_in) {
+    int64_t g;
+    if (type == G4_TYPE_F32 || type == G4_TYPE_F16 || type == G4_TYPE_BF16)
+        g = (N >= 2 && n_in % 8 == 0) ? n_tok : 0;
+    else if (type == G4_TYPE_Q4_K)
+        g = N - N % 4 - first;
+    else
+        g = 0;
+    return (int)(g < 0 ? 0 : g > n_tok ? n_tok : g);
+}
 
 /* Bytes of one activation row of n elements in dot type dt (F32 4n, F16/BF16 2n, Q8_0 34n/32,
  * Q8_1 36n/32, Q8_K 292n/256). */

@@ -83,35 +83,58 @@ KINLINE __m256 ld_bf16(const uint8_t *p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(ld128(p)), 16));
 }
 
-#define DEF_DOT_FLOAT(tname, esz, LD, TOF)                                                          \
+/* Two float orders, as llama.cpp's AVX2 build multiplies F32/F16/BF16 weights:
+ *  dot_<t>    (one activation column: ggml_vec_dot_f32 / _f16): 4 x 8 FMA lanes over steps
+ *             of 32, reduced (s0+s2, s1+s3, then s0+s1, low+high 128, hadd, hadd); the n % 32
+ *             tail added one product at a time (F32 in f32, F16/BF16 in double, as ggml);
+ *  dot_<t>_tb (two or more columns: llamafile's tinyBLAS): one 8-lane FMA chain over k, then
+ *             hsum_ps; tinyBLAS needs k % 8 == 0, else llama.cpp falls back to the first. */
+#define DEF_DOT_FLOAT(tname, esz, LD, TOF, TAILT)                                                   \
     KINLINE void dot_##tname(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,      \
                              int64_t n, const int T, float *restrict out) {                          \
-        __m256 acc[KMAXT][2];                                                                        \
-        KUNROLL \
-        for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();                     \
-        int64_t i = 0;                                                                                \
-        for (; i + 16 <= n; i += 16) {                                                                \
-            const __m256 w0 = LD(w + i * esz), w1 = LD(w + (i + 8) * esz);                           \
-            KUNROLL \
-            for (int t = 0; t < T; t++) {                                                             \
-                acc[t][0] = _mm256_fmadd_ps(w0, LD(x + t * xrb + i * esz), acc[t][0]);                \
-                acc[t][1] = _mm256_fmadd_ps(w1, LD(x + t * xrb + (i + 8) * esz), acc[t][1]);          \
-            }                                                                                         \
-        }                                                                                             \
-        KUNROLL \
+        KUNROLL                                                                                       \
         for (int t = 0; t < T; t++) {                                                                 \
-            double s = (double)hsum_ps(_mm256_add_ps(acc[t][0], acc[t][1]));                          \
-            for (int64_t k = i; k < n; k++)                                                           \
-                s += (double)(TOF(w + k * esz) * TOF(x + t * xrb + k * esz));                         \
-            out[t] = (float)s;                                                                        \
+            const uint8_t *xt = x + t * xrb;                                                          \
+            __m256 s4[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() }; \
+            const int64_t np = n & ~(int64_t)31;                                                      \
+            for (int64_t i = 0; i < np; i += 32) {                                                    \
+                KUNROLL                                                                               \
+                for (int j = 0; j < 4; j++)                                                           \
+                    s4[j] = _mm256_fmadd_ps(LD(w + (i + 8 * j) * esz), LD(xt + (i + 8 * j) * esz), s4[j]); \
+            }                                                                                         \
+            s4[0] = _mm256_add_ps(s4[0], s4[2]);                                                      \
+            s4[1] = _mm256_add_ps(s4[1], s4[3]);                                                      \
+            s4[0] = _mm256_add_ps(s4[0], s4[1]);                                                      \
+            const __m128 t0 = _mm_add_ps(_mm256_castps256_ps128(s4[0]), _mm256_extractf128_ps(s4[0], 1)); \
+            const __m128 t1 = _mm_hadd_ps(t0, t0);                                                    \
+            TAILT sf = (TAILT)_mm_cvtss_f32(_mm_hadd_ps(t1, t1));                                     \
+            for (int64_t i = np; i < n; i++) {                                                        \
+                const float pr = TOF(w + i * esz) * TOF(xt + i * esz);                                \
+                sf = sf + (TAILT)pr;                                                                  \
+            }                                                                                         \
+            out[t] = (float)sf;                                                                       \
         }                                                                                             \
+    }                                                                                                 \
+    KINLINE void dot_##tname##_tb(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,  \
+                                  int64_t n, const int T, float *restrict out) {                     \
+        if (n % 8) { dot_##tname(w, x, xrb, n, T, out); return; }                                     \
+        __m256 acc[KMAXT];                                                                           \
+        KUNROLL                                                                                       \
+        for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();                                    \
+        for (int64_t i = 0; i < n; i += 8) {                                                          \
+            const __m256 w0 = LD(w + i * esz);                                                        \
+            KUNROLL                                                                                   \
+            for (int t = 0; t < T; t++) acc[t] = _mm256_fmadd_ps(w0, LD(x + t * xrb + i * esz), acc[t]); \
+        }                                                                                             \
+        KUNROLL                                                                                       \
+        for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);                                        \
     }
 KINLINE float tof_f32(const uint8_t *p) { return rdf(p); }
 KINLINE float tof_f16(const uint8_t *p) { return h2f(p); }
 KINLINE float tof_bf16(const uint8_t *p) { return g4_bf16_to_f32(quant_rd16(p)); }
-DEF_DOT_FLOAT(f32, 4, ld_f32, tof_f32)
-DEF_DOT_FLOAT(f16, 2, ld_f16, tof_f16)
-DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16)
+DEF_DOT_FLOAT(f32, 4, ld_f32, tof_f32, float)
+DEF_DOT_FLOAT(f16, 2, ld_f16, tof_f16, double)
+DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16, double)
 
 /* 32-element blocks with Q8_0 activations: signed codes s (32 x i8) via the sign trick,
  * |s| x sign(a, s) as u8 x s8 (|s| <= 128 so pairs stay below 2^15). */
@@ -1062,6 +1085,9 @@ DEF_MM_TILE(q4_K_grp, CALL_Q4_K_G)
 DEF_MM(f32)
 DEF_MM(f16)
 DEF_MM(bf16)
+DEF_MM(f32_tb)
+DEF_MM(f16_tb)
+DEF_MM(bf16_tb)
 DEF_MM_B32(q8_0, 34)
 DEF_MM_B32(q5_0, 22)
 #if defined(KX_ZMM)
@@ -1203,9 +1229,12 @@ static const g4_kern TABLE = {
         [G4_TYPE_Q6_K] = mm_q6_K, [G4_TYPE_Q2_K] = mm_q2_K, [G4_TYPE_Q3_K] = mm_q3_K,
         [G4_TYPE_IQ4_XS] = mm_iq4_xs, [G4_TYPE_Q4_1] = mm_q4_1, [G4_TYPE_Q5_1] = mm_q5_1,
     },
+    .matmul_grp = {
+        [G4_TYPE_F32] = mm_f32_tb, [G4_TYPE_F16] = mm_f16_tb, [G4_TYPE_BF16] = mm_bf16_tb,
 #if !defined(KX_ZMM)
-    .matmul_grp = { [G4_TYPE_Q4_K] = mm_q4_K_grp },
+        [G4_TYPE_Q4_K] = mm_q4_K_grp,
 #endif
+    },
     .quantize_act = {
         [G4_TYPE_F32] = act_f32, [G4_TYPE_F16] = act_f16, [G4_TYPE_BF16] = act_bf16,
         [G4_TYPE_Q8_0] = act_q8_0, [G4_TYPE_Q8_1] = act_q8_1, [G4_TYPE_Q8_K] = act_q8_K,
