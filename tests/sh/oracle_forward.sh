@@ -1,7 +1,7 @@
 #!/bin/sh
 # oracle_forward.sh - the forward pass against llama.cpp v0.5.0 (node-llama-cpp 3.22.1, CPU).
 #
-# For each random Gemma 4 model variant (build/g4-mkmodel: weight types, no PLE, untied head,
+# For each random Gemma 4 model variant (build/g4-mkmodel: weight types and random draws, no PLE, untied head,
 # GQA arrays, K = V, shared layers with unused K/V tensors, no sharing, no layer scale, no
 # soft-cap) it runs the same prompt of ids through llama.cpp (tests/oracle/oracle.mjs: one
 # llama_decode for the prompt, flash attention off) and through `g4 run --ids` (prompt in
@@ -124,6 +124,17 @@ case_add no_shared    F f32 --shared 0
 case_add no_scale     F f32 --no-layer-scale --softcap 0
 case_add kv_f16       F f16
 case_add kv_f16_q4_k  Q f16 --type q4_k --untied --kv-heads 2 $D256
+# other random draws of the K-quant models, the 2- and 3-bit K-quants, and a larger
+# vocabulary with a prompt of ids spread over it (these flipped a rounding before every
+# op and kernel followed ggml's float order)
+case_add q4_k_s3      Q f32 --type q4_k $D256 --seed 3
+case_add q5_k_s2      Q f32 --type q5_k $D256 --seed 2
+case_add q6_k_s4      Q f32 --type q6_k $D256 --seed 4
+case_add q2_k         Q f32 --type q2_k $D256
+case_add q3_k         Q f32 --type q3_k $D256
+awk 'BEGIN { s = 7; printf "2"; for (i = 1; i < 40; i++) { s = (s * 48271) % 2147483647;
+     printf ",%d", 16 + s % 8000 } print "" }' >"$tmp/q5_k_v8k.prompt"
+case_add q5_k_v8k     Q f32 --type q5_k $D256 --vocab 8192
 if [ -n "$G4_ORACLE_E2B" ]; then
     awk 'BEGIN { s = 7; printf "2"; for (i = 1; i < 600; i++) { s = (s * 48271) % 2147483647;
          printf ",%d", 16 + s % 8000 } print "" }' >"$tmp/e2b10.prompt"
