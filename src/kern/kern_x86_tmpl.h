@@ -215,12 +215,11 @@ KINLINE __m256i dec_iq4_nl(const uint8_t *b) {
 #if defined(KX_ZMM)
 DEF_DOT_B32(q8_0_y, 34, dec_q8_0) /* tails of the zmm versions below */
 DEF_DOT_B32(q4_0_y, 18, dec_q4_0)
+DEF_DOT_B32(iq4_nl, 18, dec_iq4_nl)  /* the AVX2 table uses tile_b32 for Q4_0 and IQ4_NL */
 #else
 DEF_DOT_B32(q8_0, 34, dec_q8_0)
-DEF_DOT_B32(q4_0, 18, dec_q4_0)
 #endif
 DEF_DOT_B32(q5_0, 22, dec_q5_0)
-DEF_DOT_B32(iq4_nl, 18, dec_iq4_nl)
 
 /* Q4_K / Q5_K x Q8_K. Per 64-element chunk k: codes of sub-blocks 2k (low nibbles) and
  * 2k+1 (high nibbles, + fifth bits for Q5_K), u8 x s8 pairs, then vpmaddwd by the 6-bit
@@ -271,60 +270,6 @@ static const uint8_t K4_PAIR[4][32] = {
 #undef S4
 };
 
-KINLINE void dot_q45_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,
-                       int64_t n, const int T, float *restrict out, const int q5) {
-    const size_t wb = q5 ? 176 : 144;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
-    const __m128i dup = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-    __m256 acc[KMAXT], accm[KMAXT]; /* scale and min terms: two dependency chains */
-    KUNROLL
-    for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm256_setzero_ps();
-    const int64_t nb = n / 256;
-    for (int64_t i = 0; i < nb; i++, w += wb) {
-        KPREFETCH(w, wb);
-        const __m128i sm = kq_scales_v(w + 4);
-        const float dw = h2f(w), dmw = h2f(w + 2);
-        /* scales s0..s7 as i16 in both 128-bit lanes */
-        const __m256i sdup = _mm256_cvtepu8_epi16(_mm_unpacklo_epi64(sm, sm));
-        /* mins, each twice, as i16: lane 2j and 2j+1 = m[j] (for vpmaddwd with bsums) */
-        const __m256i mins = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, dup));
-        const uint8_t *qs = w + (q5 ? 48 : 16);
-        __m256i qh = _mm256_setzero_si256();
-        if (q5) qh = ld256(w + 16);
-        __m256i sumi[KMAXT];
-        KUNROLL
-        for (int t = 0; t < T; t++) sumi[t] = _mm256_setzero_si256();
-        KUNROLL
-        for (int k = 0; k < 4; k++) {
-            const __m256i q = ld256(qs + 32 * k);
-            __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-            if (q5) {
-                lo = _mm256_add_epi8(lo, _mm256_slli_epi16(_mm256_and_si256(qh, one), 4));
-                hi = _mm256_add_epi8(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 1), one), 4));
-                qh = _mm256_srli_epi16(qh, 2);
-            }
-            const __m256i s_lo = _mm256_shuffle_epi8(sdup, ld256(K4_SEL[2 * k]));
-            const __m256i s_hi = _mm256_shuffle_epi8(sdup, ld256(K4_SEL[2 * k + 1]));
-            KUNROLL
-            for (int t = 0; t < T; t++) {
-                const uint8_t *a = x + t * xrb + i * 292 + 4 + 64 * k;
-                const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, ld256(a)), s_lo);
-                const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, ld256(a + 32)), s_hi);
-                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p_lo, p_hi));
-            }
-        }
-        KUNROLL
-        for (int t = 0; t < T; t++) {
-            const uint8_t *a = x + t * xrb + i * 292;
-            const float da = rdf(a);
-            const __m256i msum = _mm256_madd_epi16(ld256(a + 260), mins);
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-            accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dmw), _mm256_cvtepi32_ps(msum), accm[t]);
-        }
-    }
-    KUNROLL
-    for (int t = 0; t < T; t++) out[t] = hsum_ps(_mm256_sub_ps(acc[t], accm[t]));
-}
 /* Q5_K in ggml_vec_dot_q5_K_q8_K's (AVX2) float order, bit-exact with it: scale term in 8
  * f32 lanes, acc = fma(da*dw, sumi, acc); min term a scalar chain summs = fma(-(da*dmin),
  * imin, summs) over super-blocks (GCC contracts ggml's summs += dmin * i); y = hsum(acc) +
