@@ -149,7 +149,7 @@ static void matmul_ex(g4_session *s, const g4_tensor *w, const float *x, int n_t
  * chunk_T - n_tok ... of llama.cpp's op over the eval's batch_n tokens. */
 void forward_matmul(g4_session *s, const g4_tensor *w, const float *x, int n_tok,
                     float *y, size_t ldy, int64_t row0, int64_t row1, float scale) {
-    const int g = kern_grp_count(w->type, s->batch_n, s->chunk_off + s->chunk_T - n_tok, n_tok, w->ne[0]);
+    const int g = kern_grp_count(w->type, s->batch_n, s->chunk_off + s->chunk_T - n_tok, n_tok, w->ne[0], w->ne[1]);
     matmul_ex(s, w, x, n_tok, g, y, ldy, row0, row1, scale, 0.0f);
 }
 
@@ -324,7 +324,7 @@ static void output(g4_session *s, int r0, int T) {
     norm_rows(s, s->cur, s->inpL, m->output_norm, r0, T);
     const g4_tensor *head = m->output ? m->output : m->token_embd; /* tied: rows [0, n_vocab) */
     /* the head sees only the output rows, as llama.cpp's graph after ggml_get_rows(out_ids) */
-    matmul_ex(s, head, s->cur + (size_t)r0 * E, n, kern_grp_count(head->type, n, 0, n, E), s->logits, (size_t)V, 0,
+    matmul_ex(s, head, s->cur + (size_t)r0 * E, n, kern_grp_count(head->type, n, 0, n, E, head->ne[1]), s->logits, (size_t)V, 0,
               V, 1.0f, m->cfg.softcap);
     s->n_logits = n;
 }

@@ -4,7 +4,8 @@
  * - matmul: every weight type x n_tok in {1,2,3,7,32} x odd row ranges, on quantized
  *   gaussian rows and on random blocks (random bytes, finite f16 scales); NMSE <= 1e-6 vs
  *   the scalar table on the same activation bytes; NaN/Inf in the same places; guard
- *   sentinels around the written rows untouched
+ *   sentinels around the written rows untouched; the same for every matmul_grp entry (the
+ *   grouped float orders) against the scalar matmul
  * - kern_select: forcing, $G4_ISA, unknown and unrunnable names
  * Set G4_TEST_VERBOSE=1 to print the worst NMSE per table and type.
  */
@@ -114,7 +115,7 @@ static int same_class(float a, float b) {
     return 1;
 }
 
-static void matmuls(const g4_kern *ref, const g4_kern *k) {
+static void matmuls(const g4_kern *ref, const g4_kern *k, int grp) {
     const int toks[] = { 1, 2, 3, 7, 32 };
     const float SENT = -12345.678f;
     uint64_t s = 77;
@@ -123,8 +124,10 @@ static void matmuls(const g4_kern *ref, const g4_kern *k) {
         const g4_type_traits *tr = quant_traits(type);
         const int dt = tr->dot_type;
         if (!ref->matmul[type]) continue;
-        T_CHECKF(k->matmul[type] != NULL, "%s: no matmul for %s", k->name, tr->name);
-        if (!k->matmul[type]) continue;
+        const g4_matmul_fn fn = grp ? k->matmul_grp[type] : k->matmul[type];
+        if (grp && !fn) continue;
+        T_CHECKF(fn != NULL, "%s: no matmul for %s", k->name, tr->name);
+        if (!fn) continue;
         double worst = 0;
         for (int mode = 0; mode < 3; mode++) {
             /* K-quants: 3 super-blocks; 32-blocks: 7 blocks, or 24; float types: odd lengths;
@@ -150,7 +153,7 @@ static void matmuls(const g4_kern *ref, const g4_kern *k) {
                     const int64_t r0 = ranges[ri][0], r1 = ranges[ri][1];
                     for (size_t i = 0; i < ldy * (size_t)n_tok + 16; i++) y0[i] = y1[i] = SENT;
                     ref->matmul[type](y0, ldy, w, wrb, xq, xrb, n_in, r0, r1, n_tok);
-                    k->matmul[type](y1, ldy, w, wrb, xq, xrb, n_in, r0, r1, n_tok);
+                    fn(y1, ldy, w, wrb, xq, xrb, n_in, r0, r1, n_tok);
                     int guards = 1, classes = 1;
                     double num = 0, den = 0;
                     for (int t = 0; t < n_tok; t++)
@@ -171,14 +174,14 @@ static void matmuls(const g4_kern *ref, const g4_kern *k) {
                     T_CHECKF(guards, "%s %s n_tok %d rows [%lld,%lld): wrote outside its rows", k->name, tr->name,
                              n_tok, (long long)r0, (long long)r1);
                     T_CHECKF(classes, "%s %s n_tok %d: NaN/Inf differ", k->name, tr->name, n_tok);
-                    T_CHECKF(nmse <= 1e-6, "%s %s mode %d n_tok %d rows [%lld,%lld): NMSE %.3g", k->name, tr->name,
-                             mode, n_tok, (long long)r0, (long long)r1, nmse);
+                    T_CHECKF(nmse <= 1e-6, "%s %s%s mode %d n_tok %d rows [%lld,%lld): NMSE %.3g", k->name, tr->name,
+                             grp ? " grp" : "", mode, n_tok, (long long)r0, (long long)r1, nmse);
                 }
                 free(x); free(xq); free(y0); free(y1);
             }
             free(w);
         }
-        if (getenv("G4_TEST_VERBOSE")) fprintf(stderr, "    %-7s %-7s worst NMSE %.3g\n", k->name, tr->name, worst);
+        if (getenv("G4_TEST_VERBOSE")) fprintf(stderr, "    %-7s %-7s%s worst NMSE %.3g\n", k->name, tr->name, grp ? " grp" : "", worst);
     }
 }
 
@@ -236,6 +239,7 @@ T_GROUP(kern) {
         if (ks[i] == ref) continue;
         if (getenv("G4_TEST_VERBOSE")) fprintf(stderr, "    testing kernel set %s\n", ks[i]->name);
         act_quantizers(ref, ks[i]);
-        matmuls(ref, ks[i]);
+        matmuls(ref, ks[i], 0);
+        matmuls(ref, ks[i], 1);
     }
 }

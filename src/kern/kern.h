@@ -36,13 +36,17 @@ typedef struct g4_kern {
 } g4_kern;
 
 /* Of n_tok tokens that are columns [first, first + n_tok) of an op llama.cpp runs on N
- * columns, how many leading ones take matmul_grp: float weights (F32/F16/BF16) all of them
- * when N >= 2 and n_in % 8 == 0 (tinyBLAS; one column: ggml_vec_dot); Q4_K the columns below
- * N - N % 4 (its repacked 4-column gemm; the rest its gemv); other types none. */
-static inline int kern_grp_count(uint32_t type, int64_t N, int64_t first, int n_tok, int64_t n_in) {
+ * columns of an n_in x n_out weight, how many leading ones take matmul_grp: float weights
+ * (F32/F16/BF16) all of them when N >= 2 and n_in % 8 == 0 (tinyBLAS; one column:
+ * ggml_vec_dot); Q4_K the columns below N - N % 4 (its repacked 4-column gemm; the rest its
+ * gemv); IQ4_XS all of them when N >= 8 and n_out % 8 == 0 (the IQ panel gemm, iqp.cpp);
+ * other types none. */
+static inline int kern_grp_count(uint32_t type, int64_t N, int64_t first, int n_tok, int64_t n_in, int64_t n_out) {
     int64_t g;
     if (type == G4_TYPE_F32 || type == G4_TYPE_F16 || type == G4_TYPE_BF16)
         g = (N >= 2 && n_in % 8 == 0) ? n_tok : 0;
+    else if (type == G4_TYPE_IQ4_XS)
+        g = (N >= 8 && n_out % 8 == 0) ? n_tok : 0;
     else if (type == G4_TYPE_Q4_K)
         g = N - N % 4 - first;
     else

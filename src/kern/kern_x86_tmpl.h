@@ -918,6 +918,52 @@ KINLINE void tile_q4_K(const uint8_t *const *wr, const uint8_t *restrict x, size
     for (int t = 0; t < T; t++) out[t] = _mm256_sub_ps(acc[t], accm[t]);
 }
 
+/* IQ4_XS x Q8_K in llama.cpp's IQ panel order (ggml-cpu iqp.cpp, used for ops with >= 8
+ * activation columns): per row and super-block the exact integer sum of (ls - 32) x code x
+ * activation, then one f32 FMA per row, acc = fma((float)isum, d * da, acc). The per-row
+ * integer work is dot_iq4_xs's; the 8 rows' sums are reduced together with tree8. */
+KINLINE void tile_iq4_xs(const uint8_t *const *wr, const uint8_t *restrict x, size_t xrb, int64_t n,
+                         const int T, __m256 *out) {
+    const __m128i k = _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+    const __m256i kv = _mm256_set_m128i(k, k);
+    __m256 acc[KMAXT];
+    KUNROLL
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    const int64_t nb = n / 256;
+    for (int64_t i = 0; i < nb; i++) {
+        const size_t off = (size_t)i * 136;
+        const __m256 dwv = h8(wr, off);
+        __m256i P[KMAXT][8];
+        for (int r = 0; r < 8; r++) {
+            const uint8_t *w = wr[r] + off;
+            const uint16_t sh = quant_rd16(w + 2);
+            __m256i sumi[KMAXT];
+            KUNROLL
+            for (int t = 0; t < T; t++) sumi[t] = _mm256_setzero_si256();
+            KUNROLL
+            for (int b = 0; b < 8; b++) {
+                const int ls = ((w[4 + b / 2] >> 4 * (b % 2)) & 0xf) | (((sh >> 2 * b) & 3) << 4);
+                const __m256i v = _mm256_shuffle_epi8(kv, nib32(w + 8 + 16 * b));
+                const __m256i uv = _mm256_sign_epi8(v, v), scv = _mm256_set1_epi16((short)(ls - 32));
+                KUNROLL
+                for (int t = 0; t < T; t++) {
+                    const __m256i a = ld256(x + t * xrb + i * 292 + 4 + 32 * b);
+                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(uv, _mm256_sign_epi8(a, v)), scv));
+                }
+            }
+            KUNROLL
+            for (int t = 0; t < T; t++) P[t][r] = sumi[t];
+        }
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            const __m256 d = _mm256_mul_ps(dwv, _mm256_set1_ps(rdf(x + t * xrb + i * 292)));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tree8(P[t])), d, acc[t]);
+        }
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) out[t] = acc[t];
+}
+
 /* Driver: tiles of 8 rows (a partial last tile repeats its last row and stores only the
  * valid ones) x token groups of 4. */
 #define DEF_MM_TILE(mname, CALL)                                                                     \
@@ -959,6 +1005,8 @@ DEF_MM_TILE(q4_0, CALL_Q4_0)
 DEF_MM_TILE(iq4_nl, CALL_IQ4_NL)
 DEF_MM_TILE(q4_K, CALL_Q4_K)
 DEF_MM_TILE(q4_K_grp, CALL_Q4_K_G)
+#define CALL_IQ4_XS_P(wr, x, xrb, n, T, o, pf, pft) ((void)(pf), tile_iq4_xs(wr, x, xrb, n, T, o))
+DEF_MM_TILE(iq4_xs_p, CALL_IQ4_XS_P)
 #endif /* !KX_ZMM */
 
 /* ==== Matmul drivers: rows x token groups of <= 4 ==== */
@@ -1177,7 +1225,7 @@ static const g4_kern TABLE = {
     .matmul_grp = {
         [G4_TYPE_F32] = mm_f32_tb, [G4_TYPE_F16] = mm_f16_tb, [G4_TYPE_BF16] = mm_bf16_tb,
 #if !defined(KX_ZMM)
-        [G4_TYPE_Q4_K] = mm_q4_K_grp,
+        [G4_TYPE_Q4_K] = mm_q4_K_grp, [G4_TYPE_IQ4_XS] = mm_iq4_xs_p,
 #endif
     },
     .quantize_act = {

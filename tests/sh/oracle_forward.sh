@@ -19,6 +19,7 @@
 # KV cache F32 on both sides unless the case says f16 (both sides F16).
 # Without tests/oracle/node_modules (make test-deps) it prints "skipped".
 # Env: B (build dir), G4 (g4 binary), KEEP=1 keeps the temp dir, VERBOSE=1 prints every result,
+# ONLY=REGEX runs only the cases whose name matches (grep -E),
 # G4_ORACLE_E2B=1 adds a slow case (~5 min): E2B dimensions (E 1536, 8 heads, head dims
 # 256/512, window 512, FFN 6144/12288, P 256) with 10 layers, F16 weights, vocab 8192, and a
 # 600-token prompt, so the real window and the 512-dim proportional RoPE are exercised.
@@ -60,6 +61,7 @@ CASES=$tmp/cases
 case_add() {
     name=$1 cls=$2 kv=$3
     shift 3
+    if [ -n "$ONLY" ] && ! printf '%s\n' "$name" | grep -Eq "$ONLY"; then return; fi
     if ! "$MK" "$tmp/$name.gguf" "$@" >"$tmp/$name.mk.log" 2>&1; then
         bad "$name: g4-mkmodel $*: $(tail -n 1 "$tmp/$name.mk.log")"; return
     fi
@@ -135,6 +137,11 @@ case_add q3_k         Q f32 --type q3_k $D256
 awk 'BEGIN { s = 7; printf "2"; for (i = 1; i < 40; i++) { s = (s * 48271) % 2147483647;
      printf ",%d", 16 + s % 8000 } print "" }' >"$tmp/q5_k_v8k.prompt"
 case_add q5_k_v8k     Q f32 --type q5_k $D256 --vocab 8192
+# IQ4_NL: llama.cpp's repacked iq4_nl_8x8 kernels; IQ4_XS: its IQ panel gemm (iqp.cpp) for the
+# 40-token prompt (ops with >= 8 columns), ggml_vec_dot_iq4_xs_q8_K when decoding
+case_add iq4_nl       Q f32 --type iq4_nl $D32
+case_add iq4_xs       Q f32 --type iq4_xs $D256
+case_add iq4_xs_s2    Q f32 --type iq4_xs $D256 --seed 2
 if [ -n "$G4_ORACLE_E2B" ]; then
     awk 'BEGIN { s = 7; printf "2"; for (i = 1; i < 600; i++) { s = (s * 48271) % 2147483647;
          printf ",%d", 16 + s % 8000 } print "" }' >"$tmp/e2b10.prompt"
