@@ -233,16 +233,14 @@ typedef struct geglu_ctx {
     float *gate;           /* [n] in: gate branch, out: gelu(gate) * up */
     const float *up;       /* [n] */
     const uint16_t *tab;
+    g4_geglu_fn fn;
 } geglu_ctx;
 
 static void geglu_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     (void)thread;
     geglu_ctx *c = vctx;
     /* ref: vec.h ggml_vec_geglu_f32 (GGML_GELU_FP16): x <= -10 gives +0 whatever up is */
-    for (int64_t i = i0; i < i1; i++) {
-        const float x = c->gate[i];
-        c->gate[i] = x <= -10.0f ? 0.0f : forward_gelu(c->tab, x) * c->up[i];
-    }
+    c->fn(c->gate + i0, c->up + i0, c->tab, i1 - i0);
 }
 
 /* FFN on rows [r0, T) of cur (ffn_norm output); result ffn_out into cur.
@@ -255,7 +253,8 @@ static void ffn(g4_session *s, const g4_layer *l, int r0, int T) {
     float *x = s->cur + (size_t)r0 * E;
     matmul(s, l->ffn_gate, x, n, s->ffn_gate, l->scale_gate); /* [n][F] */
     matmul(s, l->ffn_up, x, n, s->ffn_up, l->scale_up);       /* [n][F] */
-    geglu_ctx g = { .gate = s->ffn_gate, .up = s->ffn_up, .tab = tab };
+    geglu_ctx g = { .gate = s->ffn_gate, .up = s->ffn_up, .tab = tab,
+                    .fn = s->m->kern->geglu ? s->m->kern->geglu : kern_geglu_ref };
     pool_for(s->m->pool, (int64_t)n * F, 16384, geglu_task, &g);
     matmul(s, l->ffn_down, s->ffn_gate, n, x, l->scale_down); /* [n][E] "ffn_out" */
 }

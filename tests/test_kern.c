@@ -6,6 +6,8 @@
  *   the scalar table on the same activation bytes; NaN/Inf in the same places; guard
  *   sentinels around the written rows untouched; the same for every matmul_grp entry (the
  *   grouped float orders) against the scalar matmul
+ * - geglu: bit-exact with kern_geglu_ref on ggml's GELU table (random values over the
+ *   table's range and past +-10, the +-10 edges, f16 rounding ties, signed zeros, tails)
  * - kern_select: forcing, $G4_ISA, unknown and unrunnable names
  * Set G4_TEST_VERBOSE=1 to print the worst NMSE per table and type.
  */
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "forward.h"
 #include "kern/kern.h"
 #include "quant/quant_ref.h"
 
@@ -185,6 +188,33 @@ static void matmuls(const g4_kern *ref, const g4_kern *k, int grp) {
     }
 }
 
+static void geglus(const g4_kern *k, const uint16_t *tab) {
+    if (!k->geglu) return;
+    enum { N = 4099 };
+    float *x = malloc(N * sizeof *x), *up = malloc(N * sizeof *up), *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
+    uint64_t s = 11;
+    int bad = 0;
+    for (int rep = 0; rep < 64; rep++) {
+        for (int i = 0; i < N; i++) {
+            x[i] = gauss(&s) * (rep % 3 == 0 ? 0.01f : rep % 3 == 1 ? 2.0f : 7.0f);
+            up[i] = gauss(&s);
+        }
+        if (rep == 1) { /* edges: +-10 and neighbours, zeros, f16 ties (11 mantissa bits + 1) */
+            const float e[] = { 10.0f, -10.0f, nextafterf(10.0f, 0), nextafterf(-10.0f, 0), nextafterf(-10.0f, -20.0f),
+                                0.0f, -0.0f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, -(1.0f + 1.0f / 2048), 6e-8f, -3e-8f, 1e-30f };
+            for (int i = 0; i < (int)(sizeof e / sizeof e[0]); i++) x[i * 5] = e[i];
+        }
+        const int n = rep < 8 ? rep + 1 : N - rep % 7; /* tails */
+        memcpy(a, x, (size_t)n * sizeof *x);
+        memcpy(b, x, (size_t)n * sizeof *x);
+        kern_geglu_ref(a, up, tab, n);
+        k->geglu(b, up, tab, n);
+        bad += memcmp(a, b, (size_t)n * sizeof *a) != 0;
+    }
+    T_CHECKF(bad == 0, "%s: geglu differs from kern_geglu_ref in %d of 64 runs", k->name, bad);
+    free(x); free(up); free(a); free(b);
+}
+
 static void selection(void) {
     char err[128];
     const g4_kern *ks[8];
@@ -242,4 +272,8 @@ T_GROUP(kern) {
         matmuls(ref, ks[i], 0);
         matmuls(ref, ks[i], 1);
     }
+    uint16_t *tab = malloc(65536 * sizeof *tab);
+    forward_gelu_table(tab);
+    for (int i = 0; i < nk; i++) geglus(ks[i], tab);
+    free(tab);
 }

@@ -25,6 +25,11 @@ typedef void (*g4_matmul_fn)(float *restrict y, size_t ldy,
 /* x[n] f32 -> xq in the dot type's row format (n a multiple of its block size) */
 typedef void (*g4_quant_act_fn)(const float *restrict x, void *restrict xq, int64_t n);
 
+/* gate[i] = gelu(gate[i]) * up[i], ggml's GeGLU with its fp16 GELU table tab[65536]
+ * (vec.h ggml_vec_geglu_f32, GGML_GELU_FP16): x <= -10 gives +0, x >= 10 gives x * up, else
+ * f32(tab[f16(x)]) * up with f16 rounding to nearest even */
+typedef void (*g4_geglu_fn)(float *restrict gate, const float *restrict up, const uint16_t *restrict tab, int64_t n);
+
 typedef struct g4_kern {
     const char     *name;                          /* "scalar", "avx2", "avx512", "neon" */
     g4_matmul_fn    matmul[G4_TYPE_COUNT];         /* by weight type; NULL = not available */
@@ -33,7 +38,11 @@ typedef struct g4_kern {
      * NULL = use matmul. kern_grp_count says for which tokens. */
     g4_matmul_fn    matmul_grp[G4_TYPE_COUNT];
     g4_quant_act_fn quantize_act[G4_TYPE_COUNT];   /* by dot type: F32, F16, BF16, Q8_0, Q8_1, Q8_K */
+    g4_geglu_fn     geglu;
 } g4_kern;
+
+/* the portable GeGLU (the scalar table's; the SIMD ones equal it bit for bit) */
+void kern_geglu_ref(float *restrict gate, const float *restrict up, const uint16_t *restrict tab, int64_t n);
 
 /* Of n_tok tokens that are columns [first, first + n_tok) of an op llama.cpp runs on N
  * columns of an n_in x n_out weight, how many leading ones take matmul_grp: float weights

@@ -50,8 +50,16 @@ static void act_q8_0(const float *restrict x, void *restrict y, int64_t n) { qua
 static void act_q8_1(const float *restrict x, void *restrict y, int64_t n) { quant_act_q8_1(x, y, n); }
 static void act_q8_K(const float *restrict x, void *restrict y, int64_t n) { quant_act_q8_K(x, y, n); }
 
+void kern_geglu_ref(float *restrict gate, const float *restrict up, const uint16_t *restrict tab, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        const float x = gate[i];
+        gate[i] = x <= -10.0f ? 0.0f : (x >= 10.0f ? x : g4_f16_to_f32(tab[g4_f32_to_f16(x)])) * up[i];
+    }
+}
+
 static const g4_kern TABLE = {
     .name = "scalar",
+    .geglu = kern_geglu_ref,
     .matmul = { KERN_REF_MATMUL_ALL },
     .quantize_act = {
         [G4_TYPE_F32] = act_f32, [G4_TYPE_F16] = act_f16, [G4_TYPE_BF16] = act_bf16,

@@ -1211,10 +1211,27 @@ static void act_q8_K(const float *restrict x, void *restrict vy, int64_t n) {
     }
 }
 
+/* ==== GeGLU (kern.h g4_geglu_fn): F16C rounds to nearest even as g4_f32_to_f16 does ==== */
+static void geglu_x86(float *restrict g, const float *restrict up, const uint16_t *restrict tab, int64_t n) {
+    const __m256 lo = _mm256_set1_ps(-10.0f), hi = _mm256_set1_ps(10.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_loadu_ps(g + i);
+        uint16_t h[8];
+        _mm_storeu_si128((__m128i *)(void *)h, _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+        const __m256 t = _mm256_cvtph_ps(_mm_setr_epi16((short)tab[h[0]], (short)tab[h[1]], (short)tab[h[2]], (short)tab[h[3]],
+                                                        (short)tab[h[4]], (short)tab[h[5]], (short)tab[h[6]], (short)tab[h[7]]));
+        const __m256 v = _mm256_mul_ps(_mm256_blendv_ps(t, x, _mm256_cmp_ps(x, hi, _CMP_GE_OQ)), _mm256_loadu_ps(up + i));
+        _mm256_storeu_ps(g + i, _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LE_OQ), v));
+    }
+    if (i < n) kern_geglu_ref(g + i, up + i, tab, n - i);
+}
+
 /* ==== Table ==== */
 
 static const g4_kern TABLE = {
     .name = KX_NAME,
+    .geglu = geglu_x86,
     .matmul = {
         [G4_TYPE_F32] = mm_f32, [G4_TYPE_F16] = mm_f16, [G4_TYPE_BF16] = mm_bf16,
         [G4_TYPE_Q8_0] = mm_q8_0, [G4_TYPE_Q4_0] = mm_q4_0, [G4_TYPE_Q5_0] = mm_q5_0,
