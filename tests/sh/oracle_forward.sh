@@ -137,6 +137,11 @@ case_add q3_k         Q f32 --type q3_k $D256
 awk 'BEGIN { s = 7; printf "2"; for (i = 1; i < 40; i++) { s = (s * 48271) % 2147483647;
      printf ",%d", 16 + s % 8000 } print "" }' >"$tmp/q5_k_v8k.prompt"
 case_add q5_k_v8k     Q f32 --type q5_k $D256 --vocab 8192
+# a prompt of 1100 ids over the 8-token window: past the size of llama.cpp's sliding-window
+# cache (window + ubatch, padded), so its cells wrap
+awk 'BEGIN { s = 11; printf "2"; for (i = 1; i < 1100; i++) { s = (s * 48271) % 2147483647;
+     printf ",%d", 16 + s % 240 } print "" }' >"$tmp/long_swa.prompt"
+case_add long_swa     F f32 --ctx 2048
 # IQ4_NL: llama.cpp's repacked iq4_nl_8x8 kernels; IQ4_XS: its IQ panel gemm (iqp.cpp) for the
 # 40-token prompt (ops with >= 8 columns), ggml_vec_dot_iq4_xs_q8_K when decoding
 case_add iq4_nl       Q f32 --type iq4_nl $D32
