@@ -122,13 +122,6 @@ static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
         for (int t = 0; t < c->n_tok; t++) forward_softcap(c->y + (size_t)t * c->ldy + r0, r1 - r0, c->softcap);
 }
 
-/* Rows per pool chunk: about 4 chunks per thread, a multiple of 16 rows. */
-static int64_t mm_chunk(int64_t n_rows, int n_threads) {
-    if (n_threads <= 1) return n_rows;
-    int64_t c = (n_rows + 4 * (int64_t)n_threads - 1) / (4 * (int64_t)n_threads);
-    c = (c + 15) / 16 * 16;
-    return c < 16 ? 16 : c;
-}
 
 /* ref: ggml_compute_forward_mul_mat: src1 rows converted to vec_dot_type(src0) first */
 static void matmul_ex(g4_session *s, const g4_tensor *w, const float *x, int n_tok, int n_grp,
@@ -142,7 +135,9 @@ static void matmul_ex(g4_session *s, const g4_tensor *w, const float *x, int n_t
     c.xq_rb = kern_act_row_bytes(c.dot_type, w->ne[0]);
     G4_ASSERT(c.xq_rb <= s->act_row_max && n_tok <= s->n_ubatch && row1 <= w->ne[1]);
     pool_for(m->pool, n_tok, 1, mm_quant_task, &c);
-    pool_for(m->pool, row1 - row0, mm_chunk(row1 - row0, s->n_threads), mm_rows_task, &c);
+    /* rows in shrinking chunks of multiples of 16 (whole 8-row kernel tiles): both threads
+     * finish within a 16-row chunk of each other */
+    pool_for_guided(m->pool, row1 - row0, s->n_threads > 1 ? 16 : row1 - row0, mm_rows_task, &c);
 }
 
 /* Layer matmuls take the chunk's rows [chunk_T - n_tok, chunk_T): columns chunk_off +

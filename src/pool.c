@@ -49,6 +49,7 @@ struct g4_pool {
         g4_task_fn      fn;
         void           *ctx;
         _Atomic int64_t n, chunk;   /* relaxed: a claimer two generations stale may read them */
+        _Atomic int64_t guided;     /* 0, or the divisor of the rest per claim (2 n_threads) */
     } job[2];
     uint64_t         gen;           /* caller-side copy of the generation (24 bits used) */
     _Atomic uint64_t next;          /* gen << 40 | next unclaimed item */
@@ -81,7 +82,13 @@ static void run_chunks(g4_pool *p, uint64_t gen, int id) {
             n = atomic_load_explicit(&j->n, memory_order_relaxed);
             if (i0 >= n) return;
             const int64_t chunk = atomic_load_explicit(&j->chunk, memory_order_relaxed);
-            i1 = i0 + chunk < n ? i0 + chunk : n;
+            const int64_t div = atomic_load_explicit(&j->guided, memory_order_relaxed);
+            int64_t c = chunk;
+            if (div > 0) {
+                c = (n - i0) / div / chunk * chunk;
+                if (c < chunk) c = chunk;
+            }
+            i1 = i0 + c < n ? i0 + c : n;
             if (atomic_compare_exchange_weak_explicit(&p->next, &cur, gen << IDX_BITS | (uint64_t)i1,
                                                       memory_order_acq_rel, memory_order_acquire))
                 break;
@@ -145,6 +152,7 @@ g4_status pool_create(g4_pool **out, int n_threads, const g4_allocator *al) {
     for (int k = 0; k < 2; k++) {
         atomic_init(&p->job[k].n, 0);
         atomic_init(&p->job[k].chunk, 1);
+        atomic_init(&p->job[k].guided, 0);
     }
     if (n_threads == 1) { *out = p; return G4_OK; }
     p->threads = g4_calloc(al, (size_t)n_threads, sizeof *p->threads + sizeof(worker_arg));
@@ -205,7 +213,7 @@ static void wait_done(g4_pool *p, int64_t n) {
     pthread_mutex_unlock(&p->mu);
 }
 
-void pool_for(g4_pool *p, int64_t n, int64_t chunk, g4_task_fn fn, void *ctx) {
+static void pool_run(g4_pool *p, int64_t n, int64_t chunk, int guided, g4_task_fn fn, void *ctx) {
     if (n <= 0) return;
     if (chunk < 1) chunk = 1;
     if (!p || p->n_threads == 1 || n <= chunk) {
@@ -219,6 +227,7 @@ void pool_for(g4_pool *p, int64_t n, int64_t chunk, g4_task_fn fn, void *ctx) {
     j->ctx = ctx;
     atomic_store_explicit(&j->n, n, memory_order_relaxed);
     atomic_store_explicit(&j->chunk, chunk, memory_order_relaxed);
+    atomic_store_explicit(&j->guided, guided ? 2 * (int64_t)p->n_threads : 0, memory_order_relaxed);
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
     atomic_store_explicit(&p->next, p->gen << IDX_BITS, memory_order_release);
     pthread_mutex_lock(&p->mu);
@@ -230,4 +239,10 @@ void pool_for(g4_pool *p, int64_t n, int64_t chunk, g4_task_fn fn, void *ctx) {
     run_chunks(p, p->gen, 0);
     wait_done(p, n);
     pthread_mutex_unlock(&p->call_mu);
+}
+
+void pool_for(g4_pool *p, int64_t n, int64_t chunk, g4_task_fn fn, void *ctx) { pool_run(p, n, chunk, 0, fn, ctx); }
+
+void pool_for_guided(g4_pool *p, int64_t n, int64_t chunk, g4_task_fn fn, void *ctx) {
+    pool_run(p, n, chunk, 1, fn, ctx);
 }

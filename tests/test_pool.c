@@ -1,6 +1,7 @@
 /* test_pool.c - group `pool`: src/pool.c. Every item runs exactly once, thread ids are in
  * range, back-to-back jobs do not mix, a stalled thread's share is taken by the others,
- * allocation failure is clean. Also meant to run under `make tsan`. */
+ * guided jobs cut at multiples of their chunk with shrinking claims, allocation failure is
+ * clean. Also meant to run under `make tsan`. */
 #include "t.h"
 
 #include <stdatomic.h>
@@ -19,6 +20,9 @@ typedef struct count_ctx {
     long         tag;       /* job identity, checked by the task */
     _Atomic int  bad_tag;
     long         want_tag;
+    int64_t      align;     /* > 0: every claim must start at a multiple of it */
+    _Atomic int  bad_align;
+    _Atomic int64_t first;  /* size of the claim that started at item 0 */
 } count_ctx;
 
 static void count_task(void *vctx, int64_t i0, int64_t i1, int thread) {
@@ -26,6 +30,8 @@ static void count_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     if (thread < 0 || thread >= c->n_threads) atomic_fetch_add(&c->bad_tid, 1);
     if (c->tag != c->want_tag) atomic_fetch_add(&c->bad_tag, 1);
     atomic_fetch_add(&c->calls, 1);
+    if (c->align > 0 && i0 % c->align != 0) atomic_fetch_add(&c->bad_align, 1);
+    if (i0 == 0) atomic_store(&c->first, i1 - i0);
     if (thread == c->slow_tid) {
         struct timespec ts = { 0, 2000000 };
         nanosleep(&ts, NULL);
@@ -82,6 +88,22 @@ T_GROUP(pool) {
             }
         }
         T_CHECKF(ok, "%d threads: items not run exactly once", threads[ti]);
+
+        /* guided: every item once, claims start at multiples of the chunk, the first claim is
+         * about n / (2 n_threads) (when there are several threads), far fewer calls than items */
+        int okg = 1;
+        for (int si = 0; si < 7; si++) {
+            for (int ci = 0; ci < 4; ci++) {
+                zero(hits, NMAX + 64);
+                count_ctx cc = { .hits = hits, .n_threads = threads[ti], .slow_tid = -1, .align = chunks[ci] };
+                pool_for_guided(p, sizes[si], chunks[ci], count_task, &cc);
+                okg &= all_once(&cc, sizes[si]) && atomic_load(&cc.bad_tid) == 0 && atomic_load(&cc.bad_align) == 0;
+                const int64_t n = sizes[si], ch = chunks[ci], want = n / (2 * threads[ti]) / ch * ch;
+                if (threads[ti] > 1 && n > ch && want >= ch) okg &= atomic_load(&cc.first) == want;
+                if (threads[ti] > 1 && n == NMAX && ch == 16) okg &= atomic_load(&cc.calls) < NMAX / 16 / 4;
+            }
+        }
+        T_CHECKF(okg, "%d threads: guided jobs wrong", threads[ti]);
 
         /* many short jobs back to back: no chunk of one job runs with another's context */
         int ok2 = 1;
