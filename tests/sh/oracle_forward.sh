@@ -145,6 +145,9 @@ case_add long_swa     F f32 --ctx 2048
 # IQ4_NL: llama.cpp's repacked iq4_nl_8x8 kernels; IQ4_XS: its IQ panel gemm (iqp.cpp) for the
 # 40-token prompt (ops with >= 8 columns), ggml_vec_dot_iq4_xs_q8_K when decoding
 case_add iq4_nl       Q f32 --type iq4_nl $D32
+case_add q4_1         Q f32 --type q4_1 $D32
+case_add q5_0         Q f32 --type q5_0 $D32
+case_add q5_1         Q f32 --type q5_1 $D32
 case_add iq4_xs       Q f32 --type iq4_xs $D256
 case_add iq4_xs_s2    Q f32 --type iq4_xs $D256 --seed 2
 if [ -n "$G4_ORACLE_E2B" ]; then
