@@ -592,6 +592,28 @@ int32_t g4_model_n_embd(const g4_model *m) { return m ? m->cfg.n_embd : 0; }
 int32_t g4_model_n_layer(const g4_model *m) { return m ? m->cfg.n_layer : 0; }
 const char *g4_model_kernels(const g4_model *m) { return m && m->kern ? m->kern->name : "none"; }
 int g4_model_n_threads(const g4_model *m) { return m ? m->n_threads : 0; }
+
+static uint64_t t_bytes(const g4_tensor *t) { return t ? (uint64_t)t->row_bytes * (uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]) : 0; }
+static uint64_t t_row(const g4_tensor *t) { return t ? (uint64_t)t->row_bytes : 0; }
+
+uint64_t g4_model_decode_bytes(const g4_model *m) {
+    if (!m) return 0;
+    uint64_t b = 0;
+    for (int32_t il = 0; il < m->cfg.n_layer; il++) {
+        const g4_layer *l = &m->layers[il];
+        const g4_tensor *ts[] = { l->attn_norm, l->attn_q, l->attn_q_norm, l->attn_output, l->post_attention_norm,
+                                  l->ffn_norm, l->ffn_gate, l->ffn_up, l->ffn_down, l->post_ffw_norm,
+                                  l->inp_gate, l->proj, l->post_norm };
+        for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) b += t_bytes(ts[k]);
+        if (l->has_kv) b += t_bytes(l->attn_k) + t_bytes(l->attn_k_norm) + (l->v_is_k ? 0 : t_bytes(l->attn_v));
+    }
+    /* the head (token_embd when tied) in full, plus the token's embedding row(s) */
+    b += (m->output ? t_bytes(m->output) : t_row(m->token_embd) * (uint64_t)m->cfg.n_vocab) + t_row(m->token_embd) +
+         t_bytes(m->output_norm);
+    /* per-layer embeddings: one row of per_layer_token_embd, the projection in full */
+    b += t_row(m->per_layer_token_embd) + t_bytes(m->per_layer_model_proj) + t_bytes(m->per_layer_proj_norm);
+    return b;
+}
 int32_t g4_model_token_bos(const g4_model *m) { return m && m->vocab ? tok_bos(m->vocab) : -1; }
 int32_t g4_model_token_eos(const g4_model *m) { return m && m->vocab ? tok_eos(m->vocab) : -1; }
 int g4_model_is_eog(const g4_model *m, int32_t tok) { return m && m->vocab ? tok_is_eog(m->vocab, tok) : 0; }

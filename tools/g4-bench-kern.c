@@ -2,10 +2,11 @@
  * E2B shapes next to the single-thread DRAM read rate measured in the same run, and Q4_K
  * prefill GEMM throughput next to a measured int8 dot peak.
  *
- *   build/g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H]
+ *   build/g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H] [-D]
  *   (-q: quick, small shapes; -T q4_K,q6_K: only these weight types; -S LM: only shapes whose
  *   label contains this; -1: matvec on 1 thread only, no 2-thread runs, no GEMM; -H: matvec
- *   weights in transparent huge pages (madvise), to compare with 4 KiB pages)
+ *   weights in transparent huge pages (madvise), to compare with 4 KiB pages; -D: only the
+ *   DRAM read rate, for scripts/bench_vs_llama.sh)
  *
  * Shapes are ggml order n_in x n_out (ffn_gate/up 1536x6144, ffn_down 6144x1536, layers
  * 15-34 gate/up 1536x12288, LM head 1536x262144). Weights are random blocks (random bytes,
@@ -232,7 +233,7 @@ static double time_matmul(const g4_kern *k, g4_pool *pool, uint32_t type, const 
 
 int main(int argc, char **argv) {
     const char *force = NULL;
-    int reps = 7, quick = 0, only1 = 0, huge = 0;
+    int reps = 7, quick = 0, only1 = 0, huge = 0, dram_only = 0;
     const char *types = NULL, *shapes = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-k") && i + 1 < argc) force = argv[++i];
@@ -240,9 +241,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-S") && i + 1 < argc) shapes = argv[++i];
         else if (!strcmp(argv[i], "-1")) only1 = 1;
         else if (!strcmp(argv[i], "-H")) huge = 1;
+        else if (!strcmp(argv[i], "-D")) dram_only = 1;
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-q")) quick = 1;
-        else { fprintf(stderr, "usage: g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H]\n"); return 2; }
+        else { fprintf(stderr, "usage: g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H] [-D]\n"); return 2; }
     }
     if (reps < 1) reps = 1;
     if (reps > 31) reps = 31;
@@ -260,6 +262,7 @@ int main(int argc, char **argv) {
     printf("DRAM read, 1 thread (%s load-sum over %s): %.1f GB/s median, %.1f best\n",
            __builtin_cpu_supports("avx512f") ? "zmm" : "ymm", quick ? "256 MiB" : "1 GiB", bw, bw_best);
     printf("(noisy host? 'best' = fastest run; %% figures use medians)\n");
+    if (dram_only) { pool_free(pool2); return 0; }
 
     static const struct { int64_t n_in, n_out; const char *what; } SH[] = {
         { 1536, 6144, "ffn_gate/up" }, { 6144, 1536, "ffn_down" }, { 1536, 12288, "ffn_gate/up 15-34" },
