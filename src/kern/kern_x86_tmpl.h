@@ -481,32 +481,38 @@ KINLINE void dot_q3_K(const uint8_t *restrict w, const uint8_t *restrict x, size
                       const int T, float *restrict out) { dot_q23_K(w, x, xrb, n, T, out, 1); }
 
 /* IQ4_XS x Q8_K: per 32-element sub-block b, code-book values (vpshufb) as s8, sign trick,
- * vpmaddubsw (|v| <= 127: pairs < 2^15) then vpmaddwd by the 6-bit signed scale ls - 32. */
-KINLINE void dot_iq4_xs(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
-                        const int T, float *restrict out) {
+ * vpmaddubsw (|v| <= 127: pairs < 2^15) then vpmaddwd by the 6-bit signed scale ls - 32.
+ * iq4_xs_sb: super-block w (136 bytes) x activation super-block i of T tokens -> sumi[t],
+ * ggml's 8 i32 lanes (exact integers). */
+KINLINE void iq4_xs_sb(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t i,
+                       const int T, __m256i *sumi) {
     const __m128i k = _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
     const __m256i kv = _mm256_set_m128i(k, k);
+    const uint16_t sh = quant_rd16(w + 2);
+    KUNROLL
+    for (int t = 0; t < T; t++) sumi[t] = _mm256_setzero_si256();
+    KUNROLL
+    for (int b = 0; b < 8; b++) {
+        const int ls = ((w[4 + b / 2] >> 4 * (b % 2)) & 0xf) | (((sh >> 2 * b) & 3) << 4);
+        const __m256i v = _mm256_shuffle_epi8(kv, nib32(w + 8 + 16 * b));
+        const __m256i uv = _mm256_sign_epi8(v, v), scv = _mm256_set1_epi16((short)(ls - 32));
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            const __m256i a = ld256(x + t * xrb + i * 292 + 4 + 32 * b);
+            sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(uv, _mm256_sign_epi8(a, v)), scv));
+        }
+    }
+}
+KINLINE void dot_iq4_xs(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                        const int T, float *restrict out) {
     __m256 acc[KMAXT];
     KUNROLL
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     const int64_t nb = n / 256;
     for (int64_t i = 0; i < nb; i++, w += 136) {
-        const uint16_t sh = quant_rd16(w + 2);
         const float dw = h2f(w);
         __m256i sumi[KMAXT];
-        KUNROLL
-        for (int t = 0; t < T; t++) sumi[t] = _mm256_setzero_si256();
-        KUNROLL
-        for (int b = 0; b < 8; b++) {
-            const int ls = ((w[4 + b / 2] >> 4 * (b % 2)) & 0xf) | (((sh >> 2 * b) & 3) << 4);
-            const __m256i v = _mm256_shuffle_epi8(kv, nib32(w + 8 + 16 * b));
-            const __m256i uv = _mm256_sign_epi8(v, v), scv = _mm256_set1_epi16((short)(ls - 32));
-            KUNROLL
-            for (int t = 0; t < T; t++) {
-                const __m256i a = ld256(x + t * xrb + i * 292 + 4 + 32 * b);
-                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(uv, _mm256_sign_epi8(a, v)), scv));
-            }
-        }
+        iq4_xs_sb(w, x, xrb, i, T, sumi);
         KUNROLL
         for (int t = 0; t < T; t++) {
             const uint8_t *a = x + t * xrb + i * 292;
@@ -924,8 +930,6 @@ KINLINE void tile_q4_K(const uint8_t *const *wr, const uint8_t *restrict x, size
  * integer work is dot_iq4_xs's; the 8 rows' sums are reduced together with tree8. */
 KINLINE void tile_iq4_xs(const uint8_t *const *wr, const uint8_t *restrict x, size_t xrb, int64_t n,
                          const int T, __m256 *out) {
-    const __m128i k = _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
-    const __m256i kv = _mm256_set_m128i(k, k);
     __m256 acc[KMAXT];
     KUNROLL
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
@@ -935,22 +939,8 @@ KINLINE void tile_iq4_xs(const uint8_t *const *wr, const uint8_t *restrict x, si
         const __m256 dwv = h8(wr, off);
         __m256i P[KMAXT][8];
         for (int r = 0; r < 8; r++) {
-            const uint8_t *w = wr[r] + off;
-            const uint16_t sh = quant_rd16(w + 2);
             __m256i sumi[KMAXT];
-            KUNROLL
-            for (int t = 0; t < T; t++) sumi[t] = _mm256_setzero_si256();
-            KUNROLL
-            for (int b = 0; b < 8; b++) {
-                const int ls = ((w[4 + b / 2] >> 4 * (b % 2)) & 0xf) | (((sh >> 2 * b) & 3) << 4);
-                const __m256i v = _mm256_shuffle_epi8(kv, nib32(w + 8 + 16 * b));
-                const __m256i uv = _mm256_sign_epi8(v, v), scv = _mm256_set1_epi16((short)(ls - 32));
-                KUNROLL
-                for (int t = 0; t < T; t++) {
-                    const __m256i a = ld256(x + t * xrb + i * 292 + 4 + 32 * b);
-                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(uv, _mm256_sign_epi8(a, v)), scv));
-                }
-            }
+            iq4_xs_sb(wr[r] + off, x, xrb, i, T, sumi);
             KUNROLL
             for (int t = 0; t < T; t++) P[t][r] = sumi[t];
         }
