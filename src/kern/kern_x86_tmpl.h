@@ -1011,6 +1011,13 @@ DEF_MM_TILE(iq4_xs_p, CALL_IQ4_XS_P)
                            int64_t row1, int n_tok) {                                                   \
         const uint8_t *x = xq;                                                                         \
         float o[KMAXT];                                                                                \
+        if (n_tok == 1) { /* decode: outside the switch GCC keeps the accumulators in registers */ \
+            for (int64_t r = row0; r < row1; r++) {                                                    \
+                dot_##tname(w + (size_t)r * w_row_bytes, x, xq_row_bytes, n_in, 1, o);                \
+                y[r] = o[0];                                                                           \
+            }                                                                                          \
+            return;                                                                                    \
+        }                                                                                              \
         for (int64_t rt = row0; rt < row1; rt += KROWS) {                                              \
             const int64_t rt1 = rt + KROWS < row1 ? rt + KROWS : row1;                                 \
             for (int t = 0; t < n_tok; t += 4) {                                                       \
@@ -1039,6 +1046,18 @@ DEF_MM_TILE(iq4_xs_p, CALL_IQ4_XS_P)
         const uint8_t *x = xq;                                                                         \
         float o[KMAXT], da[KMAXT * KDA_MAX];                                                           \
         const int64_t nb = n_in / 32;                                                                  \
+        if (n_tok == 1) { /* decode: outside the switch GCC keeps the accumulators in registers */ \
+            for (int64_t s0 = 0; s0 < nb; s0 += KDA_MAX) {                                             \
+                const int64_t sn = nb - s0 < KDA_MAX ? nb - s0 : KDA_MAX;                              \
+                const uint8_t *xt = x + (size_t)s0 * 34;                                               \
+                for (int64_t b = 0; b < sn; b++) da[b] = h2f(xt + b * 34);                             \
+                for (int64_t r = row0; r < row1; r++) {                                               \
+                    dot_##tname(w + (size_t)r * w_row_bytes + (size_t)s0 * wbytes, xt, xq_row_bytes, sn * 32, 1, o, da); \
+                    y[r] = s0 ? y[r] + o[0] : o[0];                                                    \
+                }                                                                                      \
+            }                                                                                          \
+            return;                                                                                    \
+        }                                                                                              \
         for (int64_t rt = row0; rt < row1; rt += KROWS) {                                              \
             const int64_t rt1 = rt + KROWS < row1 ? rt + KROWS : row1;                                 \
             for (int t = 0; t < n_tok; t += 4) {                                                       \
