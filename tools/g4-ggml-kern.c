@@ -265,8 +265,10 @@ static float arm_vec_dot(uint32_t ty, const uint8_t *w, const uint8_t *a, int64_
 }
 
 /* the dotprod repacked kernels (q4_0/iq4_nl/q8_0 4x4, q4_K/q5_K/q6_K 8x4), one row and one
- * token; gemm: the 4-token kernel (differs from gemv for q6_K only) */
-static float arm_repacked(uint32_t ty, const uint8_t *w, const uint8_t *a, int64_t n, int gemm) {
+ * token; gemm: the 4-token kernel (differs from gemv for q6_K only). i8mm: the kernels an
+ * i8mm build (armv8.6/9.2, NEON path: SVE width not 256) picks instead, q4_0/q8_0 4x8 and
+ * q4_K/q5_K/q6_K 8x8, which differ for q4_K and q5_K only. */
+static float arm_repacked(uint32_t ty, const uint8_t *w, const uint8_t *a, int64_t n, int gemm, int i8mm) {
     const blk_fmt f = arm_fmt(ty);
     int c[256], m[256];
     float acc = 0;
@@ -296,12 +298,36 @@ static float arm_repacked(uint32_t ty, const uint8_t *w, const uint8_t *a, int64
         arm_codes(ty, wb, 1, m);
         int ms = 0;
         for (int e = 0; e < 256; e++) ms += m[e] * qa[e];
+        const float dm = quant_rdh(wb + f.om) * dy;
+        if (i8mm && gemm) { /* q4_K/q5_K 8x8 gemm: the mins first, then one sum per super-block */
+            int is = 0;
+            for (int e = 0; e < 256; e++) is += c[e] * qa[e];
+            acc = fmaf(-(float)ms, dm, acc);
+            acc = fmaf((float)is, d, acc);
+            continue;
+        }
+        if (i8mm) { /* 8x8 gemv: one fma per 32-element sub-block; q5_K subtracts mins per 64 */
+            for (int k = 0; k < 4; k++) {
+                for (int h = 0; h < 2; h++) {
+                    int is = 0;
+                    for (int e = 64 * k + 32 * h; e < 64 * k + 32 * h + 32; e++) is += c[e] * qa[e];
+                    acc = fmaf(d, (float)is, acc);
+                }
+                if (ty == G4_TYPE_Q5_K) {
+                    int mk = 0;
+                    for (int e = 64 * k; e < 64 * k + 64; e++) mk += m[e] * qa[e];
+                    acc = fmaf(-dm, (float)mk, acc);
+                }
+            }
+            if (ty == G4_TYPE_Q4_K) acc = fmaf(-(float)ms, dm, acc);
+            continue;
+        }
         for (int k = 0; k < 4; k++) {
             int is = 0;
             for (int e = 64 * k; e < 64 * k + 64; e++) is += c[e] * qa[e];
             acc = fmaf(d, (float)is, acc);
         }
-        acc = fmaf(-(float)ms, quant_rdh(wb + f.om) * dy, acc);
+        acc = fmaf(-(float)ms, dm, acc);
     }
     return acc;
 }
@@ -401,7 +427,7 @@ static int graph_mul_mat(const gk_graph_api *g, uint32_t ty, const void *w, int6
 /* one repacked type: 8 rows, 1 token (gemv) and 4 tokens (gemm) per length, against our matmul
  * (one column) and matmul_grp (where set, the engine's multi-token order). Counts into *bad1,
  * *bad4 (outputs differing), *tot1, *tot4; worst relative difference into *worst. */
-static int check_graph_type(const gk_graph_api *g, const g4_kern *k, quant_fn qrow, uint32_t ty, int nbk_max,
+static int check_graph_type(const gk_graph_api *g, const g4_kern *k, quant_fn qrow, uint32_t ty, int i8mm, int nbk_max,
                             int *bad1, int *bad4, int *tot1, int *tot4, double *worst, int *emu1, int *emu4) {
     const int64_t nmax = (int64_t)nbk_max * 256, nr = 8;
     const uint32_t dt = quant_traits(ty)->dot_type;
@@ -434,7 +460,7 @@ static int check_graph_type(const gk_graph_api *g, const g4_kern *k, quant_fn qr
             *(nt == 1 ? tot1 : tot4) += (int)(nr * nt);
             for (int t = 0; t < nt; t++)
                 for (int r = 0; r < nr; r++) {
-                    const float e = arm_repacked(ty, w + (size_t)r * wrb, xgq + (size_t)t * xrb, n, nt > 1);
+                    const float e = arm_repacked(ty, w + (size_t)r * wrb, xgq + (size_t)t * xrb, n, nt > 1, i8mm);
                     *(nt == 1 ? emu1 : emu4) += memcmp(&e, &yg[t * nr + r], 4) != 0;
                 }
         }
@@ -575,6 +601,7 @@ int main(int argc, char **argv) {
          * dotprod: q4_0/iq4_nl/q8_0 4x4, q4_K/q5_K/q6_K 8x4; i8mm: q4_0/q8_0 4x8, q4_K/q5_K/q6_K 8x8) */
         static const uint32_t R[] = { G4_TYPE_Q8_0, G4_TYPE_Q4_0, G4_TYPE_IQ4_NL, G4_TYPE_Q4_K, G4_TYPE_Q5_K, G4_TYPE_Q6_K };
         gk_graph_api g;
+        const int i8mm = strstr(cpulib, "armv8.6") || strstr(cpulib, "armv9"); /* MATMUL_INT8 builds */
         if (strstr(cpulib, "armv8.0")) printf("repacked: %s repacks nothing (no dotprod), skipped\n", cpulib);
         else if (!graph_api_load(&g, hb, h)) printf("repacked: ggml's backend API / CPU_REPACK not found, skipped\n");
         else
@@ -585,7 +612,7 @@ int main(int argc, char **argv) {
                 quant_fn qrow;
                 SYM(h, dt == G4_TYPE_Q8_K ? "quantize_row_q8_K" : "quantize_row_q8_0", qrow);
                 if (!k->matmul[R[ri]] || !qrow) continue;
-                if (!check_graph_type(&g, k, qrow, R[ri], 48, &b1, &b4, &t1, &t4, &worst, &e1, &e4)) {
+                if (!check_graph_type(&g, k, qrow, R[ri], i8mm, 48, &b1, &b4, &t1, &t4, &worst, &e1, &e4)) {
                     printf("%-7s repacked: ggml graph failed\n", quant_traits(R[ri])->name);
                     fail++;
                     continue;
