@@ -17,8 +17,10 @@
  * it loads node-llama-cpp's arm64 prebuilt instead (default libggml-cpu-armv8.2_2.so: dotprod
  * + fp16, no SVE/i8mm) and our "neon" table, compares against vec_dot for every type, runs
  * the types ggml's ARM build repacks (q4_0/iq4_nl/q8_0 4x4, q4_K/q5_K/q6_K 8x4 on dotprod)
- * through a real one-op ggml graph with the weight in the CPU_REPACK buffer, and checks its
- * emulation of every ARM kernel's float order (arm_vec_dot, arm_repacked) against ggml's.
+ * through a real one-op ggml graph with the weight in the CPU_REPACK buffer, every type
+ * through the same graph with the weight in the plain CPU buffer (vec_dot, or llamafile's
+ * tinyBLAS for q8_0/q4_0 with >= 2 tokens), and checks its emulation of every ARM kernel's
+ * float order (arm_vec_dot, arm_tinyblas, arm_repacked) against ggml's.
  * There it also prints one machine-readable "check ..." line per type for the script's gates.
  *
  * Usage: g4-ggml-kern LIBDIR [ISA [CPU-LIB]]   (LIBDIR holds libggml-base.so and the CPU-LIB,
@@ -264,6 +266,27 @@ static float arm_vec_dot(uint32_t ty, const uint8_t *w, const uint8_t *a, int64_
     return sum;
 }
 
+/* llamafile's tinyBLAS_Q0_ARM (sgemm.cpp), which ggml's mul_mat takes for weights it has not
+ * repacked when there are 2 or more tokens (q8_0, q4_0): one f32x4 accumulator of the sdot
+ * lanes, fmla per block, vaddvq at the end */
+static float arm_tinyblas(uint32_t ty, const uint8_t *w, const uint8_t *a, int64_t n) {
+    const blk_fmt f = arm_fmt(ty);
+    int c[32];
+    float sv[4] = { 0, 0, 0, 0 };
+    for (int64_t ib = 0; ib < n / 32; ib++) {
+        const uint8_t *wb = w + ib * f.bytes, *ab_ = a + ib * 34;
+        const int8_t *qa = (const int8_t *)(const void *)(ab_ + 2);
+        arm_codes(ty, wb, 0, c);
+        const float d = quant_rdh(wb) * quant_rdh(ab_);
+        for (int j = 0; j < 4; j++) {
+            int l = 0;
+            for (int e = 0; e < 32; e++) if ((e % 16) / 4 == j) l += c[e] * qa[e];
+            sv[j] = fmaf((float)l, d, sv[j]);
+        }
+    }
+    return hsum4(sv);
+}
+
 /* the dotprod repacked kernels (q4_0/iq4_nl/q8_0 4x4, q4_K/q5_K/q6_K 8x4), one row and one
  * token; gemm: the 4-token kernel (differs from gemv for q6_K only). i8mm: the kernels an
  * i8mm build (armv8.6/9.2, NEON path: SVE width not 256) picks instead, q4_0/q8_0 4x8 and
@@ -401,7 +424,7 @@ static int graph_api_load(gk_graph_api *g, void *hb, void *h) {
 
 /* y[t*nr + r] = row r of w (nr rows of n, type ty, in CPU_REPACK) . column t of x (n floats),
  * through ggml's graph; 0 on failure */
-static int graph_mul_mat(const gk_graph_api *g, uint32_t ty, const void *w, int64_t nr, const float *x,
+static int graph_mul_mat(const gk_graph_api *g, uint32_t ty, int plain, const void *w, int64_t nr, const float *x,
                          int64_t n, int ntok, float *y) {
     struct gk_init_params pw = { 1 << 16, NULL, 1 }, pa = { 1 << 22, NULL, 1 };
     void *cw = g->init(pw), *ca = g->init(pa);
@@ -410,7 +433,7 @@ static int graph_mul_mat(const gk_graph_api *g, uint32_t ty, const void *w, int6
     void *Y = g->mul_mat(ca, W, X);
     void *gr = g->new_graph(ca);
     g->expand(gr, Y);
-    void *bw = g->alloc_ctx(cw, g->repack), *ba = g->alloc_ctx(ca, g->cpu_buft());
+    void *bw = g->alloc_ctx(cw, plain ? g->cpu_buft() : g->repack), *ba = g->alloc_ctx(ca, g->cpu_buft());
     int ok = bw && ba;
     if (ok) {
         g->tset(W, w, 0, quant_row_bytes(ty, n) * (size_t)nr);
@@ -427,7 +450,7 @@ static int graph_mul_mat(const gk_graph_api *g, uint32_t ty, const void *w, int6
 /* one repacked type: 8 rows, 1 token (gemv) and 4 tokens (gemm) per length, against our matmul
  * (one column) and matmul_grp (where set, the engine's multi-token order). Counts into *bad1,
  * *bad4 (outputs differing), *tot1, *tot4; worst relative difference into *worst. */
-static int check_graph_type(const gk_graph_api *g, const g4_kern *k, quant_fn qrow, uint32_t ty, int i8mm, int nbk_max,
+static int check_graph_type(const gk_graph_api *g, const g4_kern *k, quant_fn qrow, uint32_t ty, int plain, int i8mm, int nbk_max,
                             int *bad1, int *bad4, int *tot1, int *tot4, double *worst, int *emu1, int *emu4) {
     const int64_t nmax = (int64_t)nbk_max * 256, nr = 8;
     const uint32_t dt = quant_traits(ty)->dot_type;
@@ -448,7 +471,7 @@ static int check_graph_type(const gk_graph_api *g, const g4_kern *k, quant_fn qr
             qrow(x + (size_t)t * n, xgq + (size_t)t * xrb, n);
         }
         for (int nt = 1; nt <= 4 && ok; nt += 3) {
-            if (!graph_mul_mat(g, ty, w, nr, x, n, nt, yg)) { ok = 0; break; }
+            if (!graph_mul_mat(g, ty, plain, w, nr, x, n, nt, yg)) { ok = 0; break; }
             g4_matmul_fn mm = nt > 1 && k->matmul_grp[ty] ? k->matmul_grp[ty] : k->matmul[ty];
             mm(yo, (size_t)nr, w, wrb, xq, xrb, n, 0, nr, nt);
             for (int i = 0; i < nr * nt; i++) {
@@ -460,7 +483,10 @@ static int check_graph_type(const gk_graph_api *g, const g4_kern *k, quant_fn qr
             *(nt == 1 ? tot1 : tot4) += (int)(nr * nt);
             for (int t = 0; t < nt; t++)
                 for (int r = 0; r < nr; r++) {
-                    const float e = arm_repacked(ty, w + (size_t)r * wrb, xgq + (size_t)t * xrb, n, nt > 1, i8mm);
+                    const uint8_t *wr = w + (size_t)r * wrb, *xr = xgq + (size_t)t * xrb;
+                    const float e = !plain ? arm_repacked(ty, wr, xr, n, nt > 1, i8mm)
+                                  : nt > 1 && (ty == G4_TYPE_Q8_0 || ty == G4_TYPE_Q4_0) ? arm_tinyblas(ty, wr, xr, n)
+                                  : arm_vec_dot(ty, wr, xr, n);
                     *(nt == 1 ? emu1 : emu4) += memcmp(&e, &yg[t * nr + r], 4) != 0;
                 }
         }
@@ -602,25 +628,32 @@ int main(int argc, char **argv) {
         static const uint32_t R[] = { G4_TYPE_Q8_0, G4_TYPE_Q4_0, G4_TYPE_IQ4_NL, G4_TYPE_Q4_K, G4_TYPE_Q5_K, G4_TYPE_Q6_K };
         gk_graph_api g;
         const int i8mm = strstr(cpulib, "armv8.6") || strstr(cpulib, "armv9"); /* MATMUL_INT8 builds */
-        if (strstr(cpulib, "armv8.0")) printf("repacked: %s repacks nothing (no dotprod), skipped\n", cpulib);
-        else if (!graph_api_load(&g, hb, h)) printf("repacked: ggml's backend API / CPU_REPACK not found, skipped\n");
+        if (strstr(cpulib, "armv8.0")) printf("graph: %s repacks nothing (no dotprod), skipped\n", cpulib);
+        else if (!graph_api_load(&g, hb, h)) printf("graph: ggml's backend API / CPU_REPACK not found, skipped\n");
         else
-            for (size_t ri = 0; ri < sizeof R / sizeof R[0]; ri++) {
-                int b1 = 0, b4 = 0, t1 = 0, t4 = 0, e1 = 0, e4 = 0;
-                double worst = 0;
-                const uint32_t dt = quant_traits(R[ri])->dot_type;
-                quant_fn qrow;
-                SYM(h, dt == G4_TYPE_Q8_K ? "quantize_row_q8_K" : "quantize_row_q8_0", qrow);
-                if (!k->matmul[R[ri]] || !qrow) continue;
-                if (!check_graph_type(&g, k, qrow, R[ri], i8mm, 48, &b1, &b4, &t1, &t4, &worst, &e1, &e4)) {
-                    printf("%-7s repacked: ggml graph failed\n", quant_traits(R[ri])->name);
-                    fail++;
-                    continue;
+            /* plain: the weight in the CPU buffer (what ggml does with a weight it does not
+             * repack: vec_dot for 1 token, tinyBLAS or vec_dot for more); then CPU_REPACK */
+            for (int plain = 1; plain >= 0; plain--) {
+                const size_t nt = plain ? sizeof T / sizeof T[0] : sizeof R / sizeof R[0];
+                for (size_t ri = 0; ri < nt; ri++) {
+                    const uint32_t ty = plain ? T[ri].type : R[ri];
+                    const char *tn = quant_traits(ty)->name, *mode = plain ? "plain" : "repacked";
+                    int b1 = 0, b4 = 0, t1 = 0, t4 = 0, e1 = 0, e4 = 0;
+                    double worst = 0;
+                    const uint32_t dt = quant_traits(ty)->dot_type;
+                    quant_fn qrow;
+                    SYM(h, dt == G4_TYPE_Q8_K ? "quantize_row_q8_K" : dt == G4_TYPE_Q8_1 ? "quantize_row_q8_1" : "quantize_row_q8_0", qrow);
+                    if (!k->matmul[ty] || !qrow) continue;
+                    if (!check_graph_type(&g, k, qrow, ty, plain, i8mm, 48, &b1, &b4, &t1, &t4, &worst, &e1, &e4)) {
+                        printf("%-7s %s: ggml graph failed\n", tn, mode);
+                        fail++;
+                        continue;
+                    }
+                    printf("%-7s %s mul_mat (ggml graph%s): 1 token %d of %d differ, 4 tokens %d of %d differ (worst rel %.2e)\n",
+                           tn, mode, plain ? "" : ", CPU_REPACK", b1, t1, b4, t4, worst);
+                    printf("check %s %s gemv %d gemm %d of %d %d worst %.2e emu %d %d\n", tn, mode, b1, b4, t1, t4, worst, e1, e4);
+                    if (b1 || b4) fail++; else pass++;
                 }
-                printf("%-7s repacked mul_mat (ggml graph, CPU_REPACK): 1 token %d of %d differ, 4 tokens %d of %d differ (worst rel %.2e)\n",
-                       quant_traits(R[ri])->name, b1, t1, b4, t4, worst);
-                printf("check %s repacked gemv %d gemm %d of %d %d worst %.2e emu %d %d\n", quant_traits(R[ri])->name, b1, b4, t1, t4, worst, e1, e4);
-                if (b1 || b4) fail++; else pass++;
             }
     }
     printf("%d passed, %d failed\n", pass, fail);

@@ -8,12 +8,17 @@
 # Per weight type it compares our dequantization, our activation quantizer (NEON table) and
 # our matmul against ggml's vec_dot, and, for the types llama.cpp's ARM build repacks
 # (q4_0, iq4_nl, q8_0 4x4; q4_K, q5_K, q6_K 8x4), against a one-op ggml graph whose weight
-# sits in the CPU_REPACK buffer (1 token: gemv, 4 tokens: gemm). It also checks the tool's
-# emulation of each ARM kernel's float order (arm_vec_dot / arm_repacked in the tool) against
-# the library: those emulations are the spec a bit-exact NEON table has to follow.
+# sits in the CPU_REPACK buffer (1 token: gemv, 4 tokens: gemm), and every type through the
+# same graph with the weight in the plain CPU buffer (what ggml does with a weight it does not
+# repack, e.g. the tied output embedding: vec_dot, or for >= 2 tokens llamafile's tinyBLAS
+# for q8_0/q4_0). It also checks the tool's emulation of each ARM kernel's float order
+# (arm_vec_dot, arm_tinyblas, arm_repacked in the tool) against the library: those emulations
+# are the spec a bit-exact NEON table has to follow. About 75 s of one core under qemu.
 #
 # Gated (must stay equal): dequantization of every type; Q8_K activations; every emulation;
-# q6_K's one-token matmul against the q6_K_8x4 gemv. Everything else is printed as a known
+# q6_K's one-token matmul against the q6_K_8x4 gemv; q8_0's and q4_0's 4-token matmul against
+# tinyBLAS (our NEON order is tinyBLAS_Q0_ARM's; deterministic inputs, so the rare Q8_0
+# activation difference cannot flip it). Everything else is printed as a known
 # difference (our NEON table is not bit-exact with llama.cpp's ARM kernels yet: other float
 # orders, and Q8_0/Q8_1 activations use the x86 scale 127/amax where ARM uses 1/(amax/127)).
 #
@@ -29,7 +34,8 @@
 # repack kernels q4_0/q8_0 4x8 or, at 256-bit SVE, q4_0 8x8; q4_K/q5_K/q6_K 8x8) passes the
 # same gates with G4_QEMU_CPU=max,sve-default-vector-length=16 or =32 (128/256-bit SVE;
 # qemu's default is 512), except that the SVE vec_dot of q8_0, q4_0 and q2_K is not emulated
-# (reported, not gated, for any SVE variant). 34 checks there, 37 for armv8.2_2.
+# and the i8mm vec_dot (2 rows at a time) of q4_1 and q4_K are not emulated (reported, not
+# gated, for any SVE variant).
 # Without any of these it prints a reason and "0 passed, 0 failed".
 B=${B:-build}
 CC_ARM=${CC_ARM:-aarch64-linux-gnu-gcc}
@@ -82,6 +88,20 @@ $1 == "check" && $3 == "dequant" {
     else gate($14 == 0, t " ARM vec_dot emulation differs from ggml_vec_dot in " $14 " of " $10)
     known($8, t " matmul vs ggml vec_dot: " $8 " of " $10 " differ (worst rel " $12 ")")
 }
+$1 == "check" && $3 == "plain" {
+    # weight in the plain CPU buffer (not repacked): vec_dot for 1 token, tinyBLAS (q8_0, q4_0)
+    # or vec_dot for 4. check T plain gemv G1 gemm G4 of T1 T4 worst W emu E1 E4
+    t = $2; np++
+    sv = sve && (t == "q8_0" || t == "q4_0" || t == "q2_K")   # SVE vec_dot / i8mm tinyBLAS
+    mm = sve && (t == "q4_1" || t == "q4_K")                  # i8mm vec_dot with nrc 2
+    if (sv) known($14, t " plain 1-token emulation (SVE, not emulated): " $14 " of " $9)
+    else gate($14 == 0, t " plain 1-token emulation differs from ggml in " $14 " of " $9)
+    if (sv || mm) known($15, t " plain 4-token emulation (SVE/i8mm, not emulated): " $15 " of " $10)
+    else gate($15 == 0, t " plain 4-token emulation differs from ggml in " $15 " of " $10)
+    known($5, t " plain 1-token matmul vs ggml vec_dot: " $5 " of " $9 " differ")
+    if (!sve && (t == "q8_0" || t == "q4_0")) gate($7 == 0, t " 4-token matmul differs from ggml tinyBLAS in " $7 " of " $10)
+    else known($7, t " plain 4-token matmul vs ggml: " $7 " of " $10 " differ (worst rel " $12 ")")
+}
 $1 == "check" && $3 == "repacked" {
     # check T repacked gemv G1 gemm G4 of T1 T4 worst W emu E1 E4
     t = $2; nr++
@@ -92,6 +112,7 @@ $1 == "check" && $3 == "repacked" {
 }
 END {
     if (nd != 12) { fail++; print "FAIL expected 12 vec_dot types, got " nd > "/dev/stderr" }
+    if (np != 12) { fail++; print "FAIL expected 12 plain graph types, got " np > "/dev/stderr" }
     if (nr != 6) { fail++; print "FAIL expected 6 repacked types, got " nr > "/dev/stderr" }
     printf "%d passed, %d failed\n", pass, fail
     exit fail ? 1 : 0
