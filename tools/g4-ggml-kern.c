@@ -13,8 +13,19 @@
  * exact integer sum per block or super-block, then f32 FMA into a per-row accumulator) is
  * checked against an emulation here (--repacked), and end to end by oracle_forward.sh.
  *
- * Usage: g4-ggml-kern LIBDIR [ISA]   (LIBDIR holds libggml-base.so and libggml-cpu-haswell.so;
- * ISA: our table, default "avx2"). Prints one line per mismatch class and "N passed, M failed".
+ * Built for aarch64 (tests/sh/oracle_kern_neon.sh: cross-compiled, run under qemu-aarch64)
+ * it loads node-llama-cpp's arm64 prebuilt instead (default libggml-cpu-armv8.2_2.so: dotprod
+ * + fp16, no SVE/i8mm) and our "neon" table, compares against vec_dot for every type, runs
+ * the types ggml's ARM build repacks (q4_0/iq4_nl/q8_0 4x4, q4_K/q5_K/q6_K 8x4 on dotprod)
+ * through a real one-op ggml graph with the weight in the CPU_REPACK buffer, every type
+ * through the same graph with the weight in the plain CPU buffer (vec_dot, or llamafile's
+ * tinyBLAS for q8_0/q4_0 with >= 2 tokens), and checks its emulation of every ARM kernel's
+ * float order (arm_vec_dot, arm_tinyblas, arm_repacked) against ggml's.
+ * There it also prints one machine-readable "check ..." line per type for the script's gates.
+ *
+ * Usage: g4-ggml-kern LIBDIR [ISA [CPU-LIB]]   (LIBDIR holds libggml-base.so and the CPU-LIB,
+ * default libggml-cpu-haswell.so, or libggml-cpu-armv8.2_2.so on aarch64; ISA: our table,
+ * default "avx2", "neon" on aarch64). Prints one line per mismatch class and "N passed, M failed".
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -25,6 +36,16 @@
 
 #include "kern/kern.h"
 #include "quant/quant_ref.h"
+
+#if defined(__aarch64__)
+#define DEFAULT_ISA "neon"
+#define DEFAULT_CPU_LIB "libggml-cpu-armv8.2_2.so"
+#define X86_REPACK 0
+#else
+#define DEFAULT_ISA "avx2"
+#define DEFAULT_CPU_LIB "libggml-cpu-haswell.so"
+#define X86_REPACK 1
+#endif
 
 typedef void (*vec_dot_fn)(int n, float *s, size_t bs, const void *vx, size_t bx, const void *vy,
                            size_t by, int nrc);
@@ -156,15 +177,336 @@ static int check_q4_K_repacked(void *h, const g4_kern *k, int64_t n, int *n_out)
     return bad + badg;
 }
 
+/* ---- llama.cpp's arm64 kernels' float order (armv8.2 dotprod build: vec_dot of
+ * ggml-cpu/arch/arm/quants.c, gemv/gemm of the dotprod repack types in arch/arm/repack.cpp),
+ * emulated from exact integer sums, as compiled (GCC contracts a*b+c into fmla/fmadd: fmaf
+ * here). Integer codes come from our dequantizer on one block with patched scales
+ * (d = 1, min = 0: scale x code, signed; d = 0, min = 1: minus the min term). ---- */
+typedef struct { int qk, bytes, od, om; } blk_fmt;
+static blk_fmt arm_fmt(uint32_t ty) {
+    switch (ty) {
+    case G4_TYPE_Q4_0: case G4_TYPE_IQ4_NL: return (blk_fmt){ 32, 18, 0, -1 };
+    case G4_TYPE_Q4_1: return (blk_fmt){ 32, 20, 0, 2 };
+    case G4_TYPE_Q5_0: return (blk_fmt){ 32, 22, 0, -1 };
+    case G4_TYPE_Q5_1: return (blk_fmt){ 32, 24, 0, 2 };
+    case G4_TYPE_Q8_0: return (blk_fmt){ 32, 34, 0, -1 };
+    case G4_TYPE_Q2_K: return (blk_fmt){ 256, 84, 80, 82 };
+    case G4_TYPE_Q3_K: return (blk_fmt){ 256, 110, 108, -1 };
+    case G4_TYPE_Q4_K: return (blk_fmt){ 256, 144, 0, 2 };
+    case G4_TYPE_Q5_K: return (blk_fmt){ 256, 176, 0, 2 };
+    case G4_TYPE_Q6_K: return (blk_fmt){ 256, 210, 208, -1 };
+    case G4_TYPE_IQ4_XS: return (blk_fmt){ 256, 136, 0, -1 };
+    default: return (blk_fmt){ 0, 0, 0, -1 };
+    }
+}
+/* out[e] = the block's integer code (minpart 0) or min coefficient (minpart 1) of element e */
+static void arm_codes(uint32_t ty, const uint8_t *blk, int minpart, int *out) {
+    const blk_fmt f = arm_fmt(ty);
+    uint8_t tmp[256];
+    float v[256];
+    memcpy(tmp, blk, (size_t)f.bytes);
+    tmp[f.od] = 0; tmp[f.od + 1] = minpart ? 0 : 0x3c;
+    if (f.om >= 0) { tmp[f.om] = 0; tmp[f.om + 1] = minpart ? 0x3c : 0; }
+    quant_dequant_row(ty, tmp, v, f.qk);
+    for (int e = 0; e < f.qk; e++) out[e] = minpart ? -(int)lrintf(v[e]) : (int)lrintf(v[e]);
+}
+static float hsum4(const float *v) { return (v[0] + v[1]) + (v[2] + v[3]); } /* vaddvq_f32 */
+
+/* ggml_vec_dot_<ty>_q8_x (NEON, dotprod, nrc 1) on a row of n (n a multiple of 64) */
+static float arm_vec_dot(uint32_t ty, const uint8_t *w, const uint8_t *a, int64_t n) {
+    const blk_fmt f = arm_fmt(ty);
+    int c[256], m[256];
+    if (f.qk == 32) {
+        const int q81 = ty == G4_TYPE_Q4_1 || ty == G4_TYPE_Q5_1, ab = q81 ? 36 : 34;
+        float sv[2][4] = { { 0, 0, 0, 0 }, { 0, 0, 0, 0 } }, summs = 0, summs2[2] = { 0, 0 }, sumf = 0, ip[2] = { 0, 0 }, dp[2] = { 0, 0 };
+        for (int64_t ib = 0; ib < n / 32; ib++) {
+            const uint8_t *wb = w + ib * f.bytes, *ab_ = a + ib * ab;
+            const int8_t *qa = (const int8_t *)(const void *)(ab_ + (q81 ? 4 : 2));
+            arm_codes(ty, wb, 0, c);
+            const float d = quant_rdh(wb) * quant_rdh(ab_);
+            if (ty == G4_TYPE_IQ4_NL) { /* two blocks: sumf += d0*i0 + d1*i1 */
+                int is = 0;
+                for (int e = 0; e < 32; e++) is += c[e] * qa[e];
+                ip[ib & 1] = (float)is; dp[ib & 1] = d;
+                if (ib & 1) sumf += fmaf(dp[0], ip[0], dp[1] * ip[1]);
+                continue;
+            }
+            for (int j = 0; j < 4; j++) {
+                int l = 0;
+                for (int e = 0; e < 32; e++) if ((e % 16) / 4 == j) l += c[e] * qa[e];
+                sv[ib & 1][j] = fmaf((float)l, d, sv[ib & 1][j]);
+            }
+            if (q81) {
+                const float ms = quant_rdh(wb + 2) * quant_rdh(ab_ + 2);
+                if (ty == G4_TYPE_Q5_1) summs2[ib & 1] = fmaf(quant_rdh(wb + 2), quant_rdh(ab_ + 2), summs2[ib & 1]);
+                else if (ib & 1) summs += fmaf(quant_rdh(wb + 2 - f.bytes), quant_rdh(ab_ + 2 - ab), ms);
+            }
+        }
+        if (ty == G4_TYPE_IQ4_NL) return sumf;
+        const float h = hsum4(sv[0]) + hsum4(sv[1]);
+        return ty == G4_TYPE_Q4_1 ? h + summs : ty == G4_TYPE_Q5_1 ? (h + summs2[0]) + summs2[1] : h;
+    }
+    float sum = 0;
+    for (int64_t i = 0; i < n / 256; i++) {
+        const uint8_t *wb = w + i * f.bytes, *ab_ = a + i * 292;
+        const int8_t *qa = (const int8_t *)(const void *)(ab_ + 4);
+        float dy; memcpy(&dy, ab_, 4);
+        arm_codes(ty, wb, 0, c);
+        int is = 0, ms = 0;
+        for (int e = 0; e < 256; e++) is += c[e] * qa[e];
+        if (f.om >= 0) { arm_codes(ty, wb, 1, m); for (int e = 0; e < 256; e++) ms += m[e] * qa[e]; }
+        const float dx = quant_rdh(wb + f.od), dmx = f.om >= 0 ? quant_rdh(wb + f.om) : 0;
+        switch (ty) {
+        case G4_TYPE_Q2_K: sum = fmaf(-dy * dmx, (float)ms, sum); sum = fmaf(dy * dx, (float)is, sum); break;
+        case G4_TYPE_Q4_K: sum = fmaf(-(dy * dmx), (float)ms, sum); sum = fmaf(dy * dx, (float)is, sum); break;
+        case G4_TYPE_Q5_K: sum += fmaf(dy * dx, (float)is, -((float)ms * (dy * dmx))); break;
+        default: sum = fmaf(dx * dy, (float)is, sum); break; /* q3_K, q6_K, iq4_xs */
+        }
+    }
+    return sum;
+}
+
+/* llamafile's tinyBLAS_Q0_ARM (sgemm.cpp), which ggml's mul_mat takes for weights it has not
+ * repacked when there are 2 or more tokens (q8_0, q4_0): one f32x4 accumulator of the sdot
+ * lanes, fmla per block, vaddvq at the end */
+static float arm_tinyblas(uint32_t ty, const uint8_t *w, const uint8_t *a, int64_t n) {
+    const blk_fmt f = arm_fmt(ty);
+    int c[32];
+    float sv[4] = { 0, 0, 0, 0 };
+    for (int64_t ib = 0; ib < n / 32; ib++) {
+        const uint8_t *wb = w + ib * f.bytes, *ab_ = a + ib * 34;
+        const int8_t *qa = (const int8_t *)(const void *)(ab_ + 2);
+        arm_codes(ty, wb, 0, c);
+        const float d = quant_rdh(wb) * quant_rdh(ab_);
+        for (int j = 0; j < 4; j++) {
+            int l = 0;
+            for (int e = 0; e < 32; e++) if ((e % 16) / 4 == j) l += c[e] * qa[e];
+            sv[j] = fmaf((float)l, d, sv[j]);
+        }
+    }
+    return hsum4(sv);
+}
+
+/* the dotprod repacked kernels (q4_0/iq4_nl/q8_0 4x4, q4_K/q5_K/q6_K 8x4), one row and one
+ * token; gemm: the 4-token kernel (differs from gemv for q6_K only). i8mm: the kernels an
+ * i8mm build (armv8.6/9.2, NEON path: SVE width not 256) picks instead, q4_0/q8_0 4x8 and
+ * q4_K/q5_K/q6_K 8x8, which differ for q4_K and q5_K only. */
+static float arm_repacked(uint32_t ty, const uint8_t *w, const uint8_t *a, int64_t n, int gemm, int i8mm) {
+    const blk_fmt f = arm_fmt(ty);
+    int c[256], m[256];
+    float acc = 0;
+    if (f.qk == 32) {
+        for (int64_t ib = 0; ib < n / 32; ib++) {
+            const uint8_t *wb = w + ib * f.bytes, *ab_ = a + ib * 34;
+            const int8_t *qa = (const int8_t *)(const void *)(ab_ + 2);
+            arm_codes(ty, wb, 0, c);
+            int is = 0;
+            for (int e = 0; e < 32; e++) is += c[e] * qa[e];
+            acc = fmaf((float)is, quant_rdh(wb) * quant_rdh(ab_), acc);
+        }
+        return acc;
+    }
+    for (int64_t i = 0; i < n / 256; i++) {
+        const uint8_t *wb = w + i * f.bytes, *ab_ = a + i * 292;
+        const int8_t *qa = (const int8_t *)(const void *)(ab_ + 4);
+        float dy; memcpy(&dy, ab_, 4);
+        arm_codes(ty, wb, 0, c);
+        const float d = quant_rdh(wb + f.od) * dy;
+        if (ty == G4_TYPE_Q6_K) {
+            int is = 0;
+            for (int e = 0; e < 256; e++) is += c[e] * qa[e];
+            acc = gemm ? fmaf((float)is, d, acc) : acc + (float)is * d;
+            continue;
+        }
+        arm_codes(ty, wb, 1, m);
+        int ms = 0;
+        for (int e = 0; e < 256; e++) ms += m[e] * qa[e];
+        const float dm = quant_rdh(wb + f.om) * dy;
+        if (i8mm && gemm) { /* q4_K/q5_K 8x8 gemm: the mins first, then one sum per super-block */
+            int is = 0;
+            for (int e = 0; e < 256; e++) is += c[e] * qa[e];
+            acc = fmaf(-(float)ms, dm, acc);
+            acc = fmaf((float)is, d, acc);
+            continue;
+        }
+        if (i8mm) { /* 8x8 gemv: one fma per 32-element sub-block; q5_K subtracts mins per 64 */
+            for (int k = 0; k < 4; k++) {
+                for (int h = 0; h < 2; h++) {
+                    int is = 0;
+                    for (int e = 64 * k + 32 * h; e < 64 * k + 32 * h + 32; e++) is += c[e] * qa[e];
+                    acc = fmaf(d, (float)is, acc);
+                }
+                if (ty == G4_TYPE_Q5_K) {
+                    int mk = 0;
+                    for (int e = 64 * k; e < 64 * k + 64; e++) mk += m[e] * qa[e];
+                    acc = fmaf(-dm, (float)mk, acc);
+                }
+            }
+            if (ty == G4_TYPE_Q4_K) acc = fmaf(-(float)ms, dm, acc);
+            continue;
+        }
+        for (int k = 0; k < 4; k++) {
+            int is = 0;
+            for (int e = 64 * k; e < 64 * k + 64; e++) is += c[e] * qa[e];
+            acc = fmaf(d, (float)is, acc);
+        }
+        acc = fmaf(-(float)ms, dm, acc);
+    }
+    return acc;
+}
+
+/* ---- the repacked path as llama.cpp runs it: a one-op ggml graph (mul_mat) whose weight
+ * lives in the CPU backend's CPU_REPACK buffer (set_tensor repacks, the compute picks the
+ * gemv/gemm of the repack type ggml chose for the library's CPU features), on 1 thread.
+ * ggml's API is declared here (ggml.h / ggml-backend.h of llama.cpp de3ff81), opaque. ---- */
+struct gk_init_params { size_t mem_size; void *mem_buffer; _Bool no_alloc; };
+typedef struct gk_graph_api {
+    void *(*init)(struct gk_init_params);
+    void  (*free_ctx)(void *);
+    void *(*new_2d)(void *, int, int64_t, int64_t);
+    void *(*mul_mat)(void *, void *, void *);
+    void *(*new_graph)(void *);
+    void  (*expand)(void *, void *);
+    void *(*alloc_ctx)(void *, void *);
+    void  (*buf_free)(void *);
+    void  (*tset)(void *, const void *, size_t, size_t);
+    void  (*tget)(const void *, void *, size_t, size_t);
+    int   (*compute)(void *, void *);
+    void *(*cpu_buft)(void);
+    const char *(*buft_name)(void *);
+    void *(*cpu_reg)(void);
+    void *(*reg_dev)(void *, size_t);
+    void *(*reg_proc)(void *, const char *);
+    void *(*be_init)(void);
+    void  (*be_threads)(void *, int);
+    void  (*be_free)(void *);
+    void *repack;     /* the CPU_REPACK buffer type */
+    void *be;
+} gk_graph_api;
+
+static void quiet_log(int level, const char *text, void *ud) { (void)level; (void)text; (void)ud; }
+
+static int graph_api_load(gk_graph_api *g, void *hb, void *h) {
+    memset(g, 0, sizeof *g);
+    void (*log_set)(void (*)(int, const char *, void *), void *);
+    SYM(hb, "ggml_log_set", log_set);
+    if (log_set) log_set(quiet_log, NULL); /* "repack: repack tensor ..." per graph */
+    SYM(hb, "ggml_init", g->init); SYM(hb, "ggml_free", g->free_ctx);
+    SYM(hb, "ggml_new_tensor_2d", g->new_2d); SYM(hb, "ggml_mul_mat", g->mul_mat);
+    SYM(hb, "ggml_new_graph", g->new_graph); SYM(hb, "ggml_build_forward_expand", g->expand);
+    SYM(hb, "ggml_backend_alloc_ctx_tensors_from_buft", g->alloc_ctx);
+    SYM(hb, "ggml_backend_buffer_free", g->buf_free);
+    SYM(hb, "ggml_backend_tensor_set", g->tset); SYM(hb, "ggml_backend_tensor_get", g->tget);
+    SYM(hb, "ggml_backend_graph_compute", g->compute);
+    SYM(hb, "ggml_backend_cpu_buffer_type", g->cpu_buft); SYM(hb, "ggml_backend_buft_name", g->buft_name);
+    SYM(hb, "ggml_backend_reg_dev_get", g->reg_dev); SYM(hb, "ggml_backend_reg_get_proc_address", g->reg_proc);
+    SYM(hb, "ggml_backend_free", g->be_free);
+    SYM(h, "ggml_backend_cpu_reg", g->cpu_reg); SYM(h, "ggml_backend_cpu_init", g->be_init);
+    SYM(h, "ggml_backend_cpu_set_n_threads", g->be_threads);
+    if (!g->init || !g->free_ctx || !g->new_2d || !g->mul_mat || !g->new_graph || !g->expand ||
+        !g->alloc_ctx || !g->buf_free || !g->tset || !g->tget || !g->compute || !g->cpu_buft ||
+        !g->buft_name || !g->reg_dev || !g->reg_proc || !g->be_free || !g->cpu_reg || !g->be_init ||
+        !g->be_threads)
+        return 0;
+    void *reg = g->cpu_reg();
+    void *(*extra)(void *);
+    void *pa = g->reg_proc(reg, "ggml_backend_dev_get_extra_bufts");
+    memcpy(&extra, &pa, sizeof extra);
+    if (!pa) return 0;
+    for (void **b = extra(g->reg_dev(reg, 0)); b && *b; b++)
+        if (!strcmp(g->buft_name(*b), "CPU_REPACK")) g->repack = *b;
+    if (!g->repack) return 0;
+    g->be = g->be_init();
+    if (!g->be) return 0;
+    g->be_threads(g->be, 1);
+    return 1;
+}
+
+/* y[t*nr + r] = row r of w (nr rows of n, type ty, in CPU_REPACK) . column t of x (n floats),
+ * through ggml's graph; 0 on failure */
+static int graph_mul_mat(const gk_graph_api *g, uint32_t ty, int plain, const void *w, int64_t nr, const float *x,
+                         int64_t n, int ntok, float *y) {
+    struct gk_init_params pw = { 1 << 16, NULL, 1 }, pa = { 1 << 22, NULL, 1 };
+    void *cw = g->init(pw), *ca = g->init(pa);
+    if (!cw || !ca) return 0;
+    void *W = g->new_2d(cw, (int)ty, n, nr), *X = g->new_2d(ca, 0 /* F32 */, n, ntok);
+    void *Y = g->mul_mat(ca, W, X);
+    void *gr = g->new_graph(ca);
+    g->expand(gr, Y);
+    void *bw = g->alloc_ctx(cw, plain ? g->cpu_buft() : g->repack), *ba = g->alloc_ctx(ca, g->cpu_buft());
+    int ok = bw && ba;
+    if (ok) {
+        g->tset(W, w, 0, quant_row_bytes(ty, n) * (size_t)nr);
+        g->tset(X, x, 0, (size_t)n * (size_t)ntok * 4);
+        ok = g->compute(g->be, gr) == 0;
+        if (ok) g->tget(Y, y, 0, (size_t)nr * (size_t)ntok * 4);
+    }
+    if (bw) g->buf_free(bw);
+    if (ba) g->buf_free(ba);
+    g->free_ctx(cw); g->free_ctx(ca);
+    return ok;
+}
+
+/* one repacked type: 8 rows, 1 token (gemv) and 4 tokens (gemm) per length, against our matmul
+ * (one column) and matmul_grp (where set, the engine's multi-token order). Counts into *bad1,
+ * *bad4 (outputs differing), *tot1, *tot4; worst relative difference into *worst. */
+static int check_graph_type(const gk_graph_api *g, const g4_kern *k, quant_fn qrow, uint32_t ty, int plain, int i8mm, int nbk_max,
+                            int *bad1, int *bad4, int *tot1, int *tot4, double *worst, int *emu1, int *emu4) {
+    const int64_t nmax = (int64_t)nbk_max * 256, nr = 8;
+    const uint32_t dt = quant_traits(ty)->dot_type;
+    float *wf = malloc((size_t)nmax * 4), *x = malloc((size_t)nmax * 16), yg[32], yo[32];
+    uint8_t *w = malloc(quant_row_bytes(ty, nmax) * (size_t)nr), *xq = malloc(kern_act_row_bytes(dt, nmax) * 4);
+    uint8_t *xgq = malloc(kern_act_row_bytes(dt, nmax) * 4);
+    int ok = 1;
+    for (int nbk = 1; nbk <= nbk_max && ok; nbk += (nbk < 8 ? 1 : 5)) {
+        const int64_t n = (int64_t)nbk * 256;
+        const size_t wrb = quant_row_bytes(ty, n), xrb = kern_act_row_bytes(dt, n);
+        for (int r = 0; r < nr; r++) {
+            for (int64_t i = 0; i < n; i++) { const float v = rndf(); wf[i] = r == 3 ? v * v * v * 100.0f : v; }
+            quant_quantize_row(ty, wf, w + (size_t)r * wrb, n);
+        }
+        for (int64_t i = 0; i < 4 * n; i++) x[i] = rndf() * (1 + (i % 7 == 0) * 8);
+        for (int t = 0; t < 4; t++) {
+            k->quantize_act[dt](x + (size_t)t * n, xq + (size_t)t * xrb, n);
+            qrow(x + (size_t)t * n, xgq + (size_t)t * xrb, n);
+        }
+        for (int nt = 1; nt <= 4 && ok; nt += 3) {
+            if (!graph_mul_mat(g, ty, plain, w, nr, x, n, nt, yg)) { ok = 0; break; }
+            g4_matmul_fn mm = nt > 1 && k->matmul_grp[ty] ? k->matmul_grp[ty] : k->matmul[ty];
+            mm(yo, (size_t)nr, w, wrb, xq, xrb, n, 0, nr, nt);
+            for (int i = 0; i < nr * nt; i++) {
+                if (!memcmp(&yg[i], &yo[i], 4)) continue;
+                *(nt == 1 ? bad1 : bad4) += 1;
+                const double rel = fabs((double)yg[i] - (double)yo[i]) / (fabs((double)yg[i]) + 1e-30);
+                if (rel > *worst) *worst = rel;
+            }
+            *(nt == 1 ? tot1 : tot4) += (int)(nr * nt);
+            for (int t = 0; t < nt; t++)
+                for (int r = 0; r < nr; r++) {
+                    const uint8_t *wr = w + (size_t)r * wrb, *xr = xgq + (size_t)t * xrb;
+                    const float e = !plain ? arm_repacked(ty, wr, xr, n, nt > 1, i8mm)
+                                  : nt > 1 && (ty == G4_TYPE_Q8_0 || ty == G4_TYPE_Q4_0) ? arm_tinyblas(ty, wr, xr, n)
+                                  : arm_vec_dot(ty, wr, xr, n);
+                    *(nt == 1 ? emu1 : emu4) += memcmp(&e, &yg[t * nr + r], 4) != 0;
+                }
+        }
+    }
+    free(wf); free(x); free(w); free(xq); free(xgq);
+    return ok;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: g4-ggml-kern LIBDIR [ISA]\n");
+        fprintf(stderr, "usage: g4-ggml-kern LIBDIR [ISA [CPU-LIB]]\n");
         return 2;
     }
+    const char *isa = argc > 2 ? argv[2] : DEFAULT_ISA;
+    const char *cpulib = argc > 3 ? argv[3] : DEFAULT_CPU_LIB;
     char path[4096];
     snprintf(path, sizeof path, "%s/libggml-base.so", argv[1]);
-    if (!dlopen(path, RTLD_NOW | RTLD_GLOBAL)) { fprintf(stderr, "g4-ggml-kern: %s\n", dlerror()); return 1; }
-    snprintf(path, sizeof path, "%s/libggml-cpu-haswell.so", argv[1]);
+    void *hb = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    if (!hb) { fprintf(stderr, "g4-ggml-kern: %s\n", dlerror()); return 1; }
+    snprintf(path, sizeof path, "%s/%s", argv[1], cpulib);
     void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
     if (!h) { fprintf(stderr, "g4-ggml-kern: %s\n", dlerror()); return 1; }
     void (*cpu_init)(void);
@@ -172,7 +514,7 @@ int main(int argc, char **argv) {
     if (cpu_init) cpu_init();
 
     char err[256];
-    const g4_kern *k = kern_select(argc > 2 ? argv[2] : "avx2", err, sizeof err);
+    const g4_kern *k = kern_select(isa, err, sizeof err);
     if (!k) { fprintf(stderr, "g4-ggml-kern: %s\n", err); return 1; }
 
     static const struct { uint32_t type; const char *dot, *deq; } T[] = {
@@ -204,11 +546,12 @@ int main(int argc, char **argv) {
         dequant_fn dq;
         SYM(h, T[ti].deq, dq);
         const uint32_t ty = T[ti].type;
-        const int repk = ty == G4_TYPE_Q4_0 || ty == G4_TYPE_IQ4_NL || ty == G4_TYPE_Q4_K;
+        const int repk = X86_REPACK && (ty == G4_TYPE_Q4_0 || ty == G4_TYPE_IQ4_NL || ty == G4_TYPE_Q4_K);
         if (!vd || !qf || !k->matmul[T[ti].type]) { printf("skip %s\n", tr->name); continue; }
-        int bad_q = 0, bad_d = 0, bad_dq = 0, n_case = 0;
+        int bad_q = 0, bad_d = 0, bad_dq = 0, n_case = 0, bad_emu = 0;
         double worst = 0;
-        for (int nbk = 1; nbk <= 48; nbk++) {
+        /* under qemu (the aarch64 build) 16 of the 48 lengths */
+        for (int nbk = 1; nbk <= 48; nbk += (X86_REPACK || nbk < 8) ? 1 : 5) {
             const int64_t n = (int64_t)nbk * 256;
             for (int rep = 0; rep < 8; rep++) {
                 /* weights and activations: uniform, spiky, tiny, heavy-tailed, one outlier,
@@ -243,9 +586,13 @@ int main(int argc, char **argv) {
                 else sg = rep_b32(w, xg, n, ty == G4_TYPE_IQ4_NL);
                 k->matmul[ty](&so, 1, w, quant_row_bytes(ty, n), xg, xb, n, 0, 1, 1);
                 float sgg = sg, sog = so;
-                if (ty == G4_TYPE_Q4_K && k->matmul_grp[ty]) {
+                if (X86_REPACK && ty == G4_TYPE_Q4_K && k->matmul_grp[ty]) {
                     sgg = rep_q4_K(w, xg, n, 1);
                     k->matmul_grp[ty](&sog, 1, w, quant_row_bytes(ty, n), xg, xb, n, 0, 1, 1);
+                }
+                if (!X86_REPACK) {
+                    const float se = arm_vec_dot(ty, w, xg, n);
+                    bad_emu += memcmp(&se, &sg, 4) != 0;
                 }
                 n_case++;
                 if (memcmp(&sg, &so, 4) || memcmp(&sgg, &sog, 4)) {
@@ -258,9 +605,11 @@ int main(int argc, char **argv) {
         const int info = 0; /* a type whose dot is reported but not gated (none now) */
         printf("%-7s %3d cases: dequantization differs %d, activations differ %d, dot differs %d (worst rel %.2e)%s\n",
                tr->name, n_case, bad_dq, bad_q, bad_d, worst, info ? " [dot order not matched yet]" : "");
+        if (!X86_REPACK)
+            printf("check %s dequant %d act %d dot %d of %d worst %.2e emu %d\n", tr->name, bad_dq, bad_q, bad_d, n_case, worst, bad_emu);
         if (bad_q || bad_dq || (bad_d && !info)) fail++; else pass++;
     }
-    {
+    if (X86_REPACK) {
         int bad = 0, tot = 0, no = 0;
         for (int nbk = 1; nbk <= 48 && bad >= 0; nbk += (nbk < 8 ? 1 : 5)) {
             const int r = check_q4_K_repacked(h, k, (int64_t)nbk * 256, &no);
@@ -272,6 +621,40 @@ int main(int argc, char **argv) {
             printf("q4_K repacked gemv/gemm (ggml's own kernels): %d of %d outputs differ\n", bad, tot);
             if (bad) fail++; else pass++;
         }
+    }
+    if (!X86_REPACK) {
+        /* the types llama.cpp's ARM build repacks (repack.cpp, ggml_repack_get_optimal_repack_type:
+         * dotprod: q4_0/iq4_nl/q8_0 4x4, q4_K/q5_K/q6_K 8x4; i8mm: q4_0/q8_0 4x8, q4_K/q5_K/q6_K 8x8) */
+        static const uint32_t R[] = { G4_TYPE_Q8_0, G4_TYPE_Q4_0, G4_TYPE_IQ4_NL, G4_TYPE_Q4_K, G4_TYPE_Q5_K, G4_TYPE_Q6_K };
+        gk_graph_api g;
+        const int i8mm = strstr(cpulib, "armv8.6") || strstr(cpulib, "armv9"); /* MATMUL_INT8 builds */
+        if (strstr(cpulib, "armv8.0")) printf("graph: %s repacks nothing (no dotprod), skipped\n", cpulib);
+        else if (!graph_api_load(&g, hb, h)) printf("graph: ggml's backend API / CPU_REPACK not found, skipped\n");
+        else
+            /* plain: the weight in the CPU buffer (what ggml does with a weight it does not
+             * repack: vec_dot for 1 token, tinyBLAS or vec_dot for more); then CPU_REPACK */
+            for (int plain = 1; plain >= 0; plain--) {
+                const size_t nt = plain ? sizeof T / sizeof T[0] : sizeof R / sizeof R[0];
+                for (size_t ri = 0; ri < nt; ri++) {
+                    const uint32_t ty = plain ? T[ri].type : R[ri];
+                    const char *tn = quant_traits(ty)->name, *mode = plain ? "plain" : "repacked";
+                    int b1 = 0, b4 = 0, t1 = 0, t4 = 0, e1 = 0, e4 = 0;
+                    double worst = 0;
+                    const uint32_t dt = quant_traits(ty)->dot_type;
+                    quant_fn qrow;
+                    SYM(h, dt == G4_TYPE_Q8_K ? "quantize_row_q8_K" : dt == G4_TYPE_Q8_1 ? "quantize_row_q8_1" : "quantize_row_q8_0", qrow);
+                    if (!k->matmul[ty] || !qrow) continue;
+                    if (!check_graph_type(&g, k, qrow, ty, plain, i8mm, 48, &b1, &b4, &t1, &t4, &worst, &e1, &e4)) {
+                        printf("%-7s %s: ggml graph failed\n", tn, mode);
+                        fail++;
+                        continue;
+                    }
+                    printf("%-7s %s mul_mat (ggml graph%s): 1 token %d of %d differ, 4 tokens %d of %d differ (worst rel %.2e)\n",
+                           tn, mode, plain ? "" : ", CPU_REPACK", b1, t1, b4, t4, worst);
+                    printf("check %s %s gemv %d gemm %d of %d %d worst %.2e emu %d %d\n", tn, mode, b1, b4, t1, t4, worst, e1, e4);
+                    if (b1 || b4) fail++; else pass++;
+                }
+            }
     }
     printf("%d passed, %d failed\n", pass, fail);
     free(x); free(wf); free(w); free(xq); free(xg);
