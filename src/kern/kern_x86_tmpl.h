@@ -393,10 +393,14 @@ KINLINE void dot_q6_K_ymm(const uint8_t *restrict w, const uint8_t *restrict x, 
 
 /* Decode (one token) has its own Q6_K loop: inside DEF_MM's token-group switch GCC keeps
  * dot_q6_K_ymm's accumulator on the stack (a store-forwarding round trip on every FMA) and
- * re-materializes its constants per row, which costs ~10% on rows of 6 super-blocks (n_in
- * 1536: the LM head, attn_v). Lanes and float order are dot_q6_K_ymm's with T = 1. Two rows
- * at a time share the activation loads but read two weight streams, which was slower from
- * DRAM on the Zen 1 host (8.0 vs 8.6 GB/s on the LM head), so one row. */
+ * re-materializes its constants per row, which cost ~8% on rows of 6 super-blocks (n_in
+ * 1536: the LM head, attn_v). Lanes and float order are dot_q6_K_ymm's with T = 1.
+ * Measured on the Zen 1 host and not kept: two rows per pass (shares the activation loads,
+ * but two weight streams: LM head from DRAM 8.2 vs 8.8 GB/s), the q0/q1 high bits by a
+ * vpshufb table (one op fewer, slower: vpshufb costs more than shift + and there), the scale
+ * vectors by vpshufd from a pre-shuffled pair vector, shifts as vpmullw/vpmulhuw, and other
+ * prefetch distances or hints (2-8 KiB, T1, NTA: within noise or slower). The loop is bound
+ * by its ~85 vector ops per super-block (unpacking ~35 of them), not by the multiplies. */
 KINLINE __m256i q6_sb1(const uint8_t *restrict w, const uint8_t *restrict a) {
     const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
     const __m256i sc_lo = _mm256_cvtepi8_epi16(_mm_castpd_si128(_mm_loaddup_pd((const double *)(const void *)(w + 192))));
