@@ -51,6 +51,8 @@
 
 KINLINE __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 KINLINE __m128i ld128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
+/* 8 bytes in both 64-bit halves (vmovddup; memcpy: p need not be 8-byte aligned) */
+KINLINE __m128i ld64dup(const void *p) { int64_t v; memcpy(&v, p, 8); return _mm_set1_epi64x(v); }
 KINLINE float h2f(const uint8_t *p) { return _cvtsh_ss(quant_rd16(p)); }
 KINLINE float rdf(const uint8_t *p) { float f; memcpy(&f, p, 4); return f; }
 
@@ -350,8 +352,8 @@ KINLINE void dot_q6_K_ymm(const uint8_t *restrict w, const uint8_t *restrict x, 
         /* per chunk j: low 128 = scale[2j] x 8, high 128 = scale[2j+1] x 8, picked from
          * scales 0..7 (or 8..15) in both halves: sign-extended from a duplicated 64-bit load
          * (vperm2i128 of sc16 is 8 uops on Zen 1) */
-        const __m256i sc_lo = _mm256_cvtepi8_epi16(_mm_castpd_si128(_mm_loaddup_pd((const double *)(const void *)(w + 192))));
-        const __m256i sc_hi = _mm256_cvtepi8_epi16(_mm_castpd_si128(_mm_loaddup_pd((const double *)(const void *)(w + 200))));
+        const __m256i sc_lo = _mm256_cvtepi8_epi16(ld64dup(w + 192));
+        const __m256i sc_hi = _mm256_cvtepi8_epi16(ld64dup(w + 200));
         __m256i sumi[KMAXT];
         KUNROLL
         for (int t = 0; t < T; t++) sumi[t] = _mm256_setzero_si256();
@@ -403,8 +405,8 @@ KINLINE void dot_q6_K_ymm(const uint8_t *restrict w, const uint8_t *restrict x, 
  * by its ~85 vector ops per super-block (unpacking ~35 of them), not by the multiplies. */
 KINLINE __m256i q6_sb1(const uint8_t *restrict w, const uint8_t *restrict a) {
     const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
-    const __m256i sc_lo = _mm256_cvtepi8_epi16(_mm_castpd_si128(_mm_loaddup_pd((const double *)(const void *)(w + 192))));
-    const __m256i sc_hi = _mm256_cvtepi8_epi16(_mm_castpd_si128(_mm_loaddup_pd((const double *)(const void *)(w + 200))));
+    const __m256i sc_lo = _mm256_cvtepi8_epi16(ld64dup(w + 192));
+    const __m256i sc_hi = _mm256_cvtepi8_epi16(ld64dup(w + 200));
     __m256i sumi = _mm256_setzero_si256();
     KUNROLL
     for (int c = 0; c < 2; c++) {
