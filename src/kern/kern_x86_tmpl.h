@@ -51,6 +51,8 @@
 
 KINLINE __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 KINLINE __m128i ld128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
+/* 8 bytes in both 64-bit halves (vmovddup; memcpy: p need not be 8-byte aligned) */
+KINLINE __m128i ld64dup(const void *p) { int64_t v; memcpy(&v, p, 8); return _mm_set1_epi64x(v); }
 KINLINE float h2f(const uint8_t *p) { return _cvtsh_ss(quant_rd16(p)); }
 KINLINE float rdf(const uint8_t *p) { float f; memcpy(&f, p, 4); return f; }
 
@@ -347,9 +349,11 @@ KINLINE void dot_q6_K_ymm(const uint8_t *restrict w, const uint8_t *restrict x, 
         KPREFETCH(w, 210);
         const float dw = h2f(w + 208);
         const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(w + 192));         /* 16 x i16 */
-        /* per chunk j: low 128 = scale[2j] x 8, high 128 = scale[2j+1] x 8 */
-        const __m256i sc_lo = _mm256_permute2x128_si256(sc16, sc16, 0x00); /* scales 0..7 twice */
-        const __m256i sc_hi = _mm256_permute2x128_si256(sc16, sc16, 0x11); /* scales 8..15 twice */
+        /* per chunk j: low 128 = scale[2j] x 8, high 128 = scale[2j+1] x 8, picked from
+         * scales 0..7 (or 8..15) in both halves: sign-extended from a duplicated 64-bit load
+         * (vperm2i128 of sc16 is 8 uops on Zen 1) */
+        const __m256i sc_lo = _mm256_cvtepi8_epi16(ld64dup(w + 192));
+        const __m256i sc_hi = _mm256_cvtepi8_epi16(ld64dup(w + 200));
         __m256i sumi[KMAXT];
         KUNROLL
         for (int t = 0; t < T; t++) sumi[t] = _mm256_setzero_si256();
@@ -387,6 +391,51 @@ KINLINE void dot_q6_K_ymm(const uint8_t *restrict w, const uint8_t *restrict x, 
     }
     KUNROLL
     for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
+}
+
+/* Decode (one token) has its own Q6_K loop: inside DEF_MM's token-group switch GCC keeps
+ * dot_q6_K_ymm's accumulator on the stack (a store-forwarding round trip on every FMA) and
+ * re-materializes its constants per row, which cost ~8% on rows of 6 super-blocks (n_in
+ * 1536: the LM head, attn_v). Lanes and float order are dot_q6_K_ymm's with T = 1.
+ * Measured on the Zen 1 host and not kept: two rows per pass (shares the activation loads,
+ * but two weight streams: LM head from DRAM 8.2 vs 8.8 GB/s), the q0/q1 high bits by a
+ * vpshufb table (one op fewer, slower: vpshufb costs more than shift + and there), the scale
+ * vectors by vpshufd from a pre-shuffled pair vector, shifts as vpmullw/vpmulhuw, and other
+ * prefetch distances or hints (2-8 KiB, T1, NTA: within noise or slower). The loop is bound
+ * by its ~85 vector ops per super-block (unpacking ~35 of them), not by the multiplies. */
+KINLINE __m256i q6_sb1(const uint8_t *restrict w, const uint8_t *restrict a) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+    const __m256i sc_lo = _mm256_cvtepi8_epi16(ld64dup(w + 192));
+    const __m256i sc_hi = _mm256_cvtepi8_epi16(ld64dup(w + 200));
+    __m256i sumi = _mm256_setzero_si256();
+    KUNROLL
+    for (int c = 0; c < 2; c++) {
+        const uint8_t *ql = w + 64 * c, *qhp = w + 128 + 32 * c;
+        const __m256i l0 = ld256(ql), l1 = ld256(ql + 32), h = ld256(qhp);
+        __m256i q[4];
+        q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
+        q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
+        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m30));
+        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+        KUNROLL
+        for (int tq = 0; tq < 4; tq++) {
+            const int j = 4 * c + tq;
+            const __m256i scv = _mm256_shuffle_epi8(j < 4 ? sc_lo : sc_hi, ld256(Q6_SEL[j & 3]));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(q[tq], ld256(a + 4 + 32 * j)), scv));
+        }
+    }
+    const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(ld256(a + 260), _mm256_cvtepi8_epi16(ld128(w + 192))), 5);
+    return _mm256_sub_epi32(sumi, corr);
+}
+
+KINLINE float dot_q6_K_1(const uint8_t *restrict w, const uint8_t *restrict x, int64_t n) {
+    __m256 acc = _mm256_setzero_ps();
+    const int64_t nb = n / 256;
+    for (int64_t i = 0; i < nb; i++, w += 210, x += 292) {
+        KPREFETCH(w, 210);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(rdf(x) * h2f(w + 208)), _mm256_cvtepi32_ps(q6_sb1(w, x)), acc);
+    }
+    return hsum_ps(acc);
 }
 
 /* 6-bit signed scale of group g of a Q3_K block (quant-formats.md 4.2) */
@@ -714,8 +763,8 @@ KINLINE void dot_q5_K(const uint8_t *restrict w, const uint8_t *restrict x, size
 KINLINE void dot_q6_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
                       const int T, float *restrict out) { dot_q6_K_zmm(w, x, xrb, n, T, out); }
 #else
-KINLINE void dot_q6_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
-                      const int T, float *restrict out) { dot_q6_K_ymm(w, x, xrb, n, T, out); }
+KINLINE void dot_q6_K_multi(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                            const int T, float *restrict out) { dot_q6_K_ymm(w, x, xrb, n, T, out); }
 #endif /* KX_ZMM */
 
 #if !defined(KX_ZMM)
@@ -1098,7 +1147,20 @@ DEF_MM_B32(iq4_nl, 18)
 DEF_MM(q4_K)
 #endif
 DEF_MM(q5_K)
+#if defined(KX_ZMM)
 DEF_MM(q6_K)
+#else
+DEF_MM(q6_K_multi)
+static void mm_q6_K(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes,
+                    const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1,
+                    int n_tok) {
+    if (n_tok > 1) {
+        mm_q6_K_multi(y, ldy, w, w_row_bytes, xq, xq_row_bytes, n_in, row0, row1, n_tok);
+        return;
+    }
+    for (int64_t r = row0; r < row1; r++) y[r] = dot_q6_K_1(w + (size_t)r * w_row_bytes, xq, n_in);
+}
+#endif
 DEF_MM(q2_K)
 DEF_MM(q3_K)
 DEF_MM(iq4_xs)
