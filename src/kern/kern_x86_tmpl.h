@@ -336,6 +336,17 @@ static const uint8_t Q6_SEL[4][32] = {
 #undef S2
 };
 
+/* the 6-bit codes of half c (128 elements) of a Q6_K super-block w as 4 x 32 bytes: high bit
+ * pairs moved straight to bits 4-5 of each byte (one shift each, none for pair 2): vector
+ * shifts are the scarce port on Zen 1, as multiplies are */
+KINLINE void q6_unpack(const uint8_t *restrict w, int c, __m256i m4, __m256i m30, __m256i q[4]) {
+    const uint8_t *ql = w + 64 * c, *qhp = w + 128 + 32 * c;
+    const __m256i l0 = ld256(ql), l1 = ld256(ql + 32), h = ld256(qhp);
+    q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
+    q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
+    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m30));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+}
 /* Q6_K x Q8_K: codes 0..63 (stored q + 32) as u8, per 16-element group int8 scale via
  * vpmaddwd, minus 32 * sum_g scale[g]*bsums[g]. Chunk j (32 elements, groups 2j, 2j+1). */
 KINLINE void dot_q6_K_ymm(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
@@ -359,15 +370,8 @@ KINLINE void dot_q6_K_ymm(const uint8_t *restrict w, const uint8_t *restrict x, 
         for (int t = 0; t < T; t++) sumi[t] = _mm256_setzero_si256();
         KUNROLL
         for (int c = 0; c < 2; c++) {
-            const uint8_t *ql = w + 64 * c, *qhp = w + 128 + 32 * c;
-            const __m256i l0 = ld256(ql), l1 = ld256(ql + 32), h = ld256(qhp);
-            /* high bit pairs moved straight to bits 4-5 of each byte (one shift each, none
-             * for pair 2): vector shifts are the scarce port on Zen 1, as multiplies are */
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m30));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+            q6_unpack(w, c, m4, m30, q);
             KUNROLL
             for (int tq = 0; tq < 4; tq++) {
                 const int j = 4 * c + tq; /* chunk: groups 2j, 2j+1 */
@@ -410,13 +414,8 @@ KINLINE __m256i q6_sb1(const uint8_t *restrict w, const uint8_t *restrict a) {
     __m256i sumi = _mm256_setzero_si256();
     KUNROLL
     for (int c = 0; c < 2; c++) {
-        const uint8_t *ql = w + 64 * c, *qhp = w + 128 + 32 * c;
-        const __m256i l0 = ld256(ql), l1 = ld256(ql + 32), h = ld256(qhp);
         __m256i q[4];
-        q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
-        q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
-        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m30));
-        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+        q6_unpack(w, c, m4, m30, q);
         KUNROLL
         for (int tq = 0; tq < 4; tq++) {
             const int j = 4 * c + tq;

@@ -16,13 +16,7 @@ mkdir -p "$OUT"
 F="-std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -DG4_BUILD -Iinclude -Isrc"
 set -e
 fail() { echo "neon: $1"; echo "0 passed, 1 failed"; exit 1; }
-for f in src/quant/quant_ref.c src/quant/types.c; do
-    $CC_ARM $F -ffp-contract=off -c "$f" -o "$OUT/$(basename "$f" .c).o" || fail "compile $f"
-done
-for f in src/kern/cpu.c src/kern/kern_scalar.c; do
-    $CC_ARM $F -c "$f" -o "$OUT/$(basename "$f" .c).o" || fail "compile $f"
-done
-$CC_ARM $F -march=armv8.2-a+dotprod+fp16 -c src/kern/kern_neon.c -o "$OUT/kern_neon.o" || fail "compile kern_neon.c"
+. tests/sh/neon_objs.inc
 $CC_ARM $F -static -o "$OUT/g4-test" tests/test_main.c tests/test_quant.c tests/test_kern.c \
     "$OUT"/quant_ref.o "$OUT"/types.o "$OUT"/cpu.o "$OUT"/kern_scalar.o "$OUT"/kern_neon.o -lm \
     || fail "link"
