@@ -122,7 +122,6 @@ static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
         for (int t = 0; t < c->n_tok; t++) forward_softcap(c->y + (size_t)t * c->ldy + r0, r1 - r0, c->softcap);
 }
 
-
 /* ref: ggml_compute_forward_mul_mat: src1 rows converted to vec_dot_type(src0) first */
 static void matmul_ex(g4_session *s, const g4_tensor *w, const float *x, int n_tok, int n_grp,
                       float *y, size_t ldy, int64_t row0, int64_t row1, float scale, float softcap) {
@@ -248,8 +247,7 @@ static void ffn(g4_session *s, const g4_layer *l, int r0, int T) {
     float *x = s->cur + (size_t)r0 * E;
     matmul(s, l->ffn_gate, x, n, s->ffn_gate, l->scale_gate); /* [n][F] */
     matmul(s, l->ffn_up, x, n, s->ffn_up, l->scale_up);       /* [n][F] */
-    geglu_ctx g = { .gate = s->ffn_gate, .up = s->ffn_up, .tab = tab,
-                    .fn = s->m->kern->geglu ? s->m->kern->geglu : kern_geglu_ref };
+    geglu_ctx g = { .gate = s->ffn_gate, .up = s->ffn_up, .tab = tab, .fn = s->m->kern->geglu };
     pool_for(s->m->pool, (int64_t)n * F, 16384, geglu_task, &g);
     matmul(s, l->ffn_down, s->ffn_gate, n, x, l->scale_down); /* [n][E] "ffn_out" */
 }

@@ -49,7 +49,7 @@ struct g4_pool {
         g4_task_fn      fn;
         void           *ctx;
         _Atomic int64_t n, chunk;   /* relaxed: a claimer two generations stale may read them */
-        _Atomic int64_t guided;     /* 0, or the divisor of the rest per claim (2 n_threads) */
+        _Atomic int     guided;     /* 1: claims take (rest / (2 n_threads)), rounded down to chunks */
     } job[2];
     uint64_t         gen;           /* caller-side copy of the generation (24 bits used) */
     _Atomic uint64_t next;          /* gen << 40 | next unclaimed item */
@@ -82,10 +82,9 @@ static void run_chunks(g4_pool *p, uint64_t gen, int id) {
             n = atomic_load_explicit(&j->n, memory_order_relaxed);
             if (i0 >= n) return;
             const int64_t chunk = atomic_load_explicit(&j->chunk, memory_order_relaxed);
-            const int64_t div = atomic_load_explicit(&j->guided, memory_order_relaxed);
             int64_t c = chunk;
-            if (div > 0) {
-                c = (n - i0) / div / chunk * chunk;
+            if (atomic_load_explicit(&j->guided, memory_order_relaxed)) {
+                c = (n - i0) / (2 * (int64_t)p->n_threads) / chunk * chunk;
                 if (c < chunk) c = chunk;
             }
             i1 = i0 + c < n ? i0 + c : n;
@@ -227,7 +226,7 @@ static void pool_run(g4_pool *p, int64_t n, int64_t chunk, int guided, g4_task_f
     j->ctx = ctx;
     atomic_store_explicit(&j->n, n, memory_order_relaxed);
     atomic_store_explicit(&j->chunk, chunk, memory_order_relaxed);
-    atomic_store_explicit(&j->guided, guided ? 2 * (int64_t)p->n_threads : 0, memory_order_relaxed);
+    atomic_store_explicit(&j->guided, guided, memory_order_relaxed);
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
     atomic_store_explicit(&p->next, p->gen << IDX_BITS, memory_order_release);
     pthread_mutex_lock(&p->mu);

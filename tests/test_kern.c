@@ -189,6 +189,7 @@ static void matmuls(const g4_kern *ref, const g4_kern *k, int grp) {
 }
 
 static void geglus(const g4_kern *k, const uint16_t *tab) {
+    T_CHECKF(k->geglu != NULL, "%s: no geglu", k->name);
     if (!k->geglu) return;
     enum { N = 4099 };
     float *x = malloc(N * sizeof *x), *up = malloc(N * sizeof *up), *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);

@@ -38,7 +38,7 @@ typedef struct g4_kern {
      * NULL = use matmul. kern_grp_count says for which tokens. */
     g4_matmul_fn    matmul_grp[G4_TYPE_COUNT];
     g4_quant_act_fn quantize_act[G4_TYPE_COUNT];   /* by dot type: F32, F16, BF16, Q8_0, Q8_1, Q8_K */
-    g4_geglu_fn     geglu;
+    g4_geglu_fn     geglu;                         /* never NULL (kern_geglu_ref at least) */
 } g4_kern;
 
 /* the portable GeGLU (the scalar table's; the SIMD ones equal it bit for bit) */

@@ -242,6 +242,7 @@ static void act_q8_K(const float *restrict x, void *restrict y, int64_t n) { qua
 
 static const g4_kern TABLE = {
     .name = "neon",
+    .geglu = kern_geglu_ref,
     .matmul = {
         /* not accelerated here: the reference entries */
         [G4_TYPE_Q4_1] = kern_ref_mm_q4_1, [G4_TYPE_Q5_1] = kern_ref_mm_q5_1,
