@@ -20,7 +20,8 @@
  *
  * Threads: a g4_model is immutable after open and may be shared between sessions. A
  * g4_session is used by one thread at a time. Sessions of one model share the model's
- * thread pool, so their evals run one after another.
+ * thread pool, so their evals run one after another; g4_batch_eval advances many sessions
+ * in one pass over the weights.
  *
  * Errors: every fallible call returns a g4_status. Constructors also write a one-line
  * message into the caller's err buffer (err may be NULL); later calls keep their last
@@ -141,6 +142,57 @@ G4_API int32_t      g4_session_n_ctx(const g4_session *s);
 G4_API const char  *g4_session_errmsg(const g4_session *s);        /* last error, "" if none */
 /* Memory plan of the session: bytes of KV cache and of scratch buffers. */
 G4_API void         g4_session_memory(const g4_session *s, size_t *kv_bytes, size_t *scratch_bytes);
+
+/* Forgets positions >= n_keep (prefix reuse: keep a shared prefix, evaluate what changed).
+ * Returns the new n_past: min(n_keep, n_past) when the sliding-window layers still hold
+ * what continuing there needs, else 0 (then re-evaluate from the start). Their rings hold
+ * the window plus n_ubatch - 1 positions, so going back up to n_ubatch positions behind the
+ * furthest position written always works; a deeper cut of a long session may not. Logits are
+ * forgotten (g4_session_logits is NULL until the next eval). */
+G4_API int32_t      g4_session_truncate(g4_session *s, int32_t n_keep);
+
+/* Abort: fn(ud) is called before each forward chunk (n_ubatch tokens) of every eval of s
+ * (alone or in a batch); nonzero stops the eval with G4_ERR_ABORTED. Nothing is appended:
+ * every session of the eval is back at its n_past from before the call, or at 0 when its
+ * sliding rings no longer hold that position's window (an eval stopped within its first
+ * chunk always keeps it; see g4_session_truncate). fn NULL removes the callback. */
+typedef int (*g4_abort_fn)(void *ud);
+G4_API void         g4_session_set_abort(g4_session *s, g4_abort_fn fn, void *ud);
+
+/* ==== Many sessions at once ==== */
+
+/* A batch evaluates several sessions of one model in one pass: every weight matrix streams
+ * once per chunk for all of them (continuous batching: some sessions decode one token while
+ * others feed prompt chunks); attention runs per session against its own cache. The batch
+ * owns the rows scratch of those passes; sessions keep their caches. */
+typedef struct g4_batch g4_batch;
+
+enum { G4_BATCH_MAX_SEQ = 256 }; /* sessions in one g4_batch_eval */
+
+typedef struct g4_batch_opts {
+    int32_t n_ubatch;  /* rows (tokens over all sessions) of one forward chunk, 0 = 128 */
+    int32_t n_out;     /* logits rows of one chunk, 0 = 16: sessions finishing in one chunk
+                        * (a logits_all session's every token counts) */
+} g4_batch_opts;
+
+G4_API g4_status g4_batch_create(g4_batch **out, g4_model *m, const g4_batch_opts *opts,
+                                 char *err, size_t errlen);
+G4_API void      g4_batch_free(g4_batch *b); /* NULL-safe */
+
+/* Advances s[i] by tok[i][0 .. n_tok[i]) for every i < n (n <= G4_BATCH_MAX_SEQ distinct
+ * sessions of b's model, every n_tok[i] >= 1). Afterwards g4_session_logits(s[i]) is the
+ * logits of s[i]'s last token, as after g4_session_eval. All-or-nothing as g4_session_eval:
+ * on an error no session changed and g4_batch_errmsg names the session (its index in s) and
+ * the reason. Each session's results are what llama.cpp gives for that sequence when it
+ * decodes the same sequences together (sequence ids 0..n-1 in the order of s, one
+ * llama_batch, a KV cache per sequence): a session decoding one token next to others takes
+ * their batch's float order, so its logits may differ in the last bits from a lone eval.
+ * Sessions are used by this call only: not concurrently elsewhere. */
+G4_API g4_status   g4_batch_eval(g4_batch *b, g4_session *const *s, const int32_t *const *tok,
+                                 const size_t *n_tok, size_t n);
+G4_API const char *g4_batch_errmsg(const g4_batch *b); /* last error, "" if none */
+/* Bytes of the batch's scratch (rows of n_ubatch tokens and n_out logits rows). */
+G4_API size_t      g4_batch_memory(const g4_batch *b);
 
 /* ==== Tokenizer ==== */
 

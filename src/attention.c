@@ -47,14 +47,14 @@ void attn_rope_cs(float *cs, int64_t pos, const float *ff, float base, int n_rot
     }
 }
 
-static void rope_row(g4_session *s, const void *arg, int t) {
+static void rope_row(g4_work *w, const void *arg, int t) {
     const g4_layer *l = arg;
-    float *cs = s->rope_cs + (size_t)t * (size_t)s->head_dim_max; /* [n_rot/2] (cos, sin) */
-    attn_rope_cs(cs, s->pos[t], l->swa ? NULL : s->m->rope_freqs, l->rope_base, l->n_rot);
+    float *cs = w->rope_cs + (size_t)t * (size_t)w->head_dim_max; /* [n_rot/2] (cos, sin) */
+    attn_rope_cs(cs, w->pos[t], l->swa ? NULL : w->m->rope_freqs, l->rope_base, l->n_rot);
 }
 
-void attn_rope_cache(g4_session *s, const g4_layer *l, int r0, int T) {
-    forward_rows(s, r0, T, rope_row, l);
+void attn_rope_cache(g4_work *w, const g4_layer *l, int r0, int T) {
+    forward_rows(w, r0, T, rope_row, l);
 }
 
 /* NEOX (rotate-half): pair j with j + n_rot/2; dims >= n_rot pass through.
@@ -75,24 +75,24 @@ void attn_rope_neox(float *x, const float *cs, int n_rot) {
 /* ==== Q, K, V preparation ==== */
 
 /* ref: gemma4.cpp "Qcur_normed" (build_norm with attn_q_norm per head), "Qcur_pos" */
-static void q_prep_row(g4_session *s, const void *arg, int t) {
+static void q_prep_row(g4_work *w, const void *arg, int t) {
     const g4_layer *l = arg;
     const int hd = l->head_dim;
     const size_t q_dim = (size_t)hd * (size_t)l->n_head;
-    const float *cs = s->rope_cs + (size_t)t * (size_t)s->head_dim_max;
+    const float *cs = w->rope_cs + (size_t)t * (size_t)w->head_dim_max;
     for (int h = 0; h < l->n_head; h++) {
-        float *q = s->Qcur + (size_t)t * q_dim + (size_t)h * (size_t)hd;
-        forward_rms_norm(q, q, fvec(l->attn_q_norm), hd, s->m->cfg.rms_eps);
+        float *q = w->Qcur + (size_t)t * q_dim + (size_t)h * (size_t)hd;
+        forward_rms_norm(q, q, fvec(l->attn_q_norm), hd, w->m->cfg.rms_eps);
         attn_rope_neox(q, cs, l->n_rot);
     }
 }
 
-void attn_q_prep(g4_session *s, const g4_layer *l, int r0, int T) {
-    forward_rows(s, r0, T, q_prep_row, l);
+void attn_q_prep(g4_work *w, const g4_layer *l, int r0, int T) {
+    forward_rows(w, r0, T, q_prep_row, l);
 }
 
 /* Stores one head row x[head_dim] into K-like row storage (row-major cells). */
-static void store_row(g4_session *s, uint8_t *dst, const float *x, int hd) {
+static void store_row(const g4_session *s, uint8_t *dst, const float *x, int hd) {
     switch (s->kv_type) {
     case G4_TYPE_F32: memcpy(dst, x, (size_t)hd * sizeof(float)); break;
     case G4_TYPE_F16: {
@@ -109,18 +109,20 @@ static void store_row(g4_session *s, uint8_t *dst, const float *x, int hd) {
 /* ref: gemma4.cpp "Kcur_normed" (attn_k_norm), "Vcur_normed" (ggml_rms_norm, no weight),
  * "Kcur_pos"; then llama_kv_cache::cpy_k / cpy_v (F16 by ggml_cpy, RNE; V transposed when
  * flash attention is off). */
-/* Rows of one chunk write distinct cells (T <= n_cells), so rows may run in parallel. */
-static void kv_store_row(g4_session *s, const void *arg, int t) {
+/* The rows of one session in a chunk write distinct cells (at most n_ubatch <= n_cells of
+ * them), and sessions have their own caches, so rows may run in parallel. */
+static void kv_store_row(g4_work *w, const void *arg, int t) {
     const g4_layer *l = arg;
+    const g4_session *s = w->sess[t];
     const g4_kv_slot *kv = &s->kv[l->kv_slot];
     const int hd = l->head_dim, nkv = l->n_head_kv;
     const size_t kv_dim = (size_t)hd * (size_t)nkv, nc = (size_t)kv->n_cells, nr = (size_t)kv->n_rows;
-    const float eps = s->m->cfg.rms_eps;
-    const float *cs = s->rope_cs + (size_t)t * (size_t)s->head_dim_max;
-    const size_t c = (size_t)s->pos[t] % nc; /* full layers: n_cells = n_ctx > pos */
+    const float eps = w->m->cfg.rms_eps;
+    const float *cs = w->rope_cs + (size_t)t * (size_t)w->head_dim_max;
+    const size_t c = (size_t)w->pos[t] % nc; /* full layers: n_cells = n_ctx > pos */
     for (int g = 0; g < nkv; g++) {
-        float *k = s->Kcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
-        float *v = s->Vcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
+        float *k = w->Kcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
+        float *v = w->Vcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
         forward_rms_norm(k, k, fvec(l->attn_k_norm), hd, eps);
         attn_rope_neox(k, cs, l->n_rot);
         forward_rms_norm(v, v, NULL, hd, eps);
@@ -140,9 +142,8 @@ static void kv_store_row(g4_session *s, const void *arg, int t) {
     }
 }
 
-void attn_kv_store(g4_session *s, const g4_layer *l, int r0, int T) {
-    G4_ASSERT(T - r0 <= s->kv[l->kv_slot].n_cells);
-    forward_rows(s, r0, T, kv_store_row, l);
+void attn_kv_store(g4_work *w, const g4_layer *l, int r0, int T) {
+    forward_rows(w, r0, T, kv_store_row, l);
 }
 
 /* ==== Softmax ==== */
@@ -261,9 +262,8 @@ void attn_softmax(float *x, int64_t n, int64_t cell0) {
 /* ==== Attention ==== */
 
 typedef struct attn_ctx {
-    g4_session *s;
+    g4_work *w;
     const g4_layer *l;
-    const g4_kv_slot *kv;
     int r0;
     int n_split;   /* query heads of one KV head are split into n_split items */
 } attn_ctx;
@@ -288,9 +288,9 @@ void attn_hull(int64_t lo, int64_t p, int64_t *a, int64_t *nw) {
     *nw = ((p + 32) & ~(int64_t)31) - *a;
 }
 
-static attn_win attn_window(const g4_session *s, const g4_layer *l, const g4_kv_slot *kv, int t) {
+static attn_win attn_window(const g4_session *s, const g4_layer *l, const g4_kv_slot *kv, int64_t pos) {
     attn_win w;
-    w.p = s->pos[t];
+    w.p = pos;
     w.lo = l->swa && w.p - s->m->cfg.n_swa + 1 > 0 ? w.p - s->m->cfg.n_swa + 1 : 0;
     w.n = w.p - w.lo + 1;
     attn_hull(w.lo, w.p, &w.a, &w.nw);
@@ -329,31 +329,35 @@ static const uint8_t *v_hull(const g4_session *s, const g4_kv_slot *kv, const at
  * ref: llm_graph_context::build_attn_mha, flash attention off: kq = mul_mat(k, q) (GQA by
  * broadcasting K over the heads of a group); ggml_soft_max_ext(kq, mask, scale 1.0)
  * (ops.cpp ggml_compute_forward_soft_max_f32); kqv = mul_mat(v, kq). */
-static void attn_rows(const attn_ctx *c, int t, int g, int h0, int nq, uint8_t *ws) {
-    g4_session *s = c->s;
+static void attn_rows(const attn_ctx *c, int t, int g, int h0, int nq, int thread) {
+    g4_work *wk = c->w;
+    const g4_session *s = wk->sess[t];
     const g4_layer *l = c->l;
-    const g4_kv_slot *kv = c->kv;
-    const g4_kern *kern = s->m->kern;
+    const g4_kv_slot *kv = &s->kv[l->kv_slot];
+    const g4_kern *kern = wk->m->kern;
+    uint8_t *ws = s->attn_ws + (size_t)thread * s->attn_ws_bytes;
+    const int64_t seq_n = wk->seq_n[t]; /* the row's sequence's tokens in llama.cpp's ubatch */
     const int hd = l->head_dim;
     const size_t q_dim = (size_t)hd * (size_t)l->n_head, nr = (size_t)kv->n_rows;
     const int kdt = quant_traits(s->kv_type)->dot_type;
-    const attn_win w = attn_window(s, l, kv, t);
+    const attn_win w = attn_window(s, l, kv, wk->pos[t]);
     const size_t n = (size_t)w.n, nw = (size_t)w.nw, off = (size_t)w.off;
 
     float   *kq = (float *)(void *)ws;   /* [nq][nw] probabilities over the hull      */
     uint8_t *pq = ws + s->ws_pq;         /* [nq] rows of p in V's dot type            */
     uint8_t *qq = ws + s->ws_qq;         /* [nq] rows of q in K's dot type            */
     const size_t qq_rb = kern_act_row_bytes(kdt, hd);
-    const float *q = s->Qcur + (size_t)t * q_dim + (size_t)h0 * (size_t)hd; /* [nq][hd] */
-    float *out = s->kqv_out + (size_t)t * q_dim + (size_t)h0 * (size_t)hd;  /* [nq][hd] */
+    const float *q = wk->Qcur + (size_t)t * q_dim + (size_t)h0 * (size_t)hd; /* [nq][hd] */
+    float *out = wk->kqv_out + (size_t)t * q_dim + (size_t)h0 * (size_t)hd;  /* [nq][hd] */
 
     /* kq = K_g . q on the visible cells, at [off, off + n) of each hull row */
     const uint8_t *kg = kv->k + ((size_t)g * nr + (size_t)w.c0) * kv->k_row_bytes; /* [n] rows */
     for (int j = 0; j < nq; j++) kern->quantize_act[kdt](q + (size_t)j * (size_t)hd, qq + (size_t)j * qq_rb, hd);
-    /* llama.cpp's kq = mul_mat(k, q): with an F32 K cache q is permuted, so always ggml's
-     * one-column vec_dot order; with F16 K its tinyBLAS when the ubatch has >= 2 tokens */
+    /* llama.cpp's kq = mul_mat(k, q), one product per (head, sequence) over that sequence's
+     * tokens in the ubatch: with an F32 K cache q is permuted, so always ggml's one-column
+     * vec_dot order; with F16 K its tinyBLAS when the sequence has >= 2 tokens there */
     g4_matmul_fn kq_fn = kern->matmul[s->kv_type];
-    if (s->kv_type == G4_TYPE_F16 && kern->matmul_grp[G4_TYPE_F16] && kern_grp_count(G4_TYPE_F16, s->batch_n, 0, nq, hd, w.n))
+    if (s->kv_type == G4_TYPE_F16 && kern->matmul_grp[G4_TYPE_F16] && kern_grp_col(G4_TYPE_F16, seq_n, 0, hd, w.n))
         kq_fn = kern->matmul_grp[G4_TYPE_F16];
     kq_fn(kq + off, nw, kg, kv->k_row_bytes, qq, qq_rb, hd, 0, w.n, nq);
 
@@ -385,9 +389,9 @@ static void attn_rows(const attn_ctx *c, int t, int g, int h0, int nq, uint8_t *
     size_t v_stride;
     const uint8_t *vg = v_hull(s, kv, &w, g, hd, ws, &v_stride); /* [hd] rows of nw cells */
     for (int j = 0; j < nq; j++) kern->quantize_act[vdt](kq + (size_t)j * nw, pq + (size_t)j * pq_rb, w.nw);
-    /* kqv = mul_mat(v, kq): tinyBLAS order when the ubatch has >= 2 tokens, else vec_dot */
+    /* kqv = mul_mat(v, kq): tinyBLAS order when the sequence has >= 2 tokens, else vec_dot */
     g4_matmul_fn kqv_fn = kern->matmul[s->kv_type];
-    if (kern->matmul_grp[s->kv_type] && kern_grp_count(s->kv_type, s->batch_n, 0, nq, w.nw, hd))
+    if (kern->matmul_grp[s->kv_type] && kern_grp_col(s->kv_type, seq_n, 0, w.nw, hd))
         kqv_fn = kern->matmul_grp[s->kv_type];
     kqv_fn(out, (size_t)hd, vg, v_stride, pq, pq_rb, w.nw, 0, hd, nq);
 }
@@ -397,26 +401,25 @@ static void attn_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     const g4_layer *l = c->l;
     const int n_gqa = l->n_head / l->n_head_kv, nq = n_gqa / c->n_split;
     const int64_t per_row = (int64_t)l->n_head_kv * c->n_split;
-    uint8_t *ws = c->s->attn_ws + (size_t)thread * c->s->attn_ws_bytes;
     for (int64_t it = i0; it < i1; it++) {
         const int t = c->r0 + (int)(it / per_row);
         const int k = (int)(it % per_row), g = k / c->n_split, part = k % c->n_split;
-        attn_rows(c, t, g, g * n_gqa + part * nq, nq, ws);
+        attn_rows(c, t, g, g * n_gqa + part * nq, nq, thread);
     }
 }
 
 /* Work items: (row, KV head, part of its query heads). Parts are as large as possible
  * (fewest K/V reads) while still giving every thread about two items: decode of a model
  * with one KV head (E2B) splits the 8 query heads over the threads. */
-void attn_compute(g4_session *s, const g4_layer *l, int r0, int T) {
+void attn_compute(g4_work *w, const g4_layer *l, int r0, int T) {
     const int n_gqa = l->n_head / l->n_head_kv;
     const int64_t rows_x_kv = (int64_t)(T - r0) * l->n_head_kv;
     int n_split = 1;
-    while (n_split < n_gqa && rows_x_kv * n_split < 2 * (int64_t)s->n_threads) {
+    while (n_split < n_gqa && rows_x_kv * n_split < 2 * (int64_t)w->n_threads) {
         int d = n_split + 1;
         while (n_gqa % d) d++; /* next divisor of n_gqa */
         n_split = d;
     }
-    attn_ctx c = { .s = s, .l = l, .kv = &s->kv[l->kv_slot], .r0 = r0, .n_split = n_split };
-    pool_for(s->m->pool, rows_x_kv * n_split, 1, attn_task, &c);
+    attn_ctx c = { .w = w, .l = l, .r0 = r0, .n_split = n_split };
+    pool_for(w->m->pool, rows_x_kv * n_split, 1, attn_task, &c);
 }
