@@ -159,6 +159,15 @@ G4_API int32_t      g4_session_truncate(g4_session *s, int32_t n_keep);
 typedef int (*g4_abort_fn)(void *ud);
 G4_API void         g4_session_set_abort(g4_session *s, g4_abort_fn fn, void *ud);
 
+/* Saved state (llama.cpp's --prompt-cache): the positions in use and their KV rows, bound to
+ * the model file (its size and a hash of its tensor table) and the session's cache type.
+ * Load checks everything before it changes anything: on any error (another model, another
+ * cache type, a truncated, oversized or hostile file) the session is left as it was and
+ * g4_session_errmsg says what is wrong. Logits are not saved: evaluate at least one token
+ * after a load (e.g. truncate to n_past - 1 and re-evaluate the last token). */
+G4_API g4_status    g4_session_save(g4_session *s, const char *path);
+G4_API g4_status    g4_session_load(g4_session *s, const char *path);
+
 /* ==== Many sessions at once ==== */
 
 /* A batch evaluates several sessions of one model in one pass: every weight matrix streams

@@ -33,11 +33,16 @@ int32_t session_rollback(g4_session *s, int32_t n_keep) {
         /* continuing at n_past attends to positions [n_past - n_swa + 1, n_past) on the
          * sliding layers; the rings hold [swa_hi - cells, swa_hi) at best */
         const int64_t need_lo = (int64_t)s->n_past - s->m->cfg.n_swa + 1;
-        if ((need_lo > 0 ? need_lo : 0) < (int64_t)s->swa_hi - s->swa_cells) s->n_past = 0;
+        if ((need_lo > 0 ? need_lo : 0) < session_ring_lo(s)) s->n_past = 0;
     }
     s->n_logits = 0;
-    if (s->n_past == 0) s->swa_hi = 0;
+    if (s->n_past == 0) s->swa_hi = s->swa_lo = 0;
     return s->n_past;
+}
+
+int64_t session_ring_lo(const g4_session *s) {
+    const int64_t a = (int64_t)s->swa_hi - s->swa_cells;
+    return a > s->swa_lo ? a : s->swa_lo;
 }
 
 typedef struct sched {

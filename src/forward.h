@@ -116,8 +116,10 @@ struct g4_session {
     int       logits_all;   /* 1 = logits of every position of an eval */
     int       n_threads;    /* pool_n_threads(m->pool) */
     int32_t   n_past;       /* positions in the cache */
-    int32_t   swa_hi;       /* one past the highest position written since the last reset:
-                             * the sliding rings hold positions [swa_hi - ring cells, ...) */
+    int32_t   swa_hi;       /* one past the highest position written since the last reset */
+    int32_t   swa_lo;       /* lowest position the sliding rings were given (a load may give
+                             * only the last window): they hold positions
+                             * [max(swa_lo, swa_hi - swa_cells), n_past) */
     int32_t   swa_cells;    /* cells of the sliding rings (0 when no layer slides) */
 
     g4_kv_slot *kv;         /* [cfg.n_kv_owner], indexed by g4_layer.kv_slot */
@@ -160,6 +162,8 @@ G4_INTERNAL g4_status session_check(const g4_session *s, const int32_t *tok, siz
 /* Forgets positions >= n_keep (n_keep <= n_past); returns the new n_past: n_keep when every
  * sliding ring still holds the window continuing there needs, else 0. */
 G4_INTERNAL int32_t session_rollback(g4_session *s, int32_t n_keep);
+/* The lowest position whose sliding-ring entries are still intact (eval.c). */
+G4_INTERNAL int64_t session_ring_lo(const g4_session *s);
 
 /* ==== forward.c ==== */
 

@@ -215,7 +215,7 @@ const float *g4_session_logits_ith(const g4_session *s, size_t i) {
 void g4_session_reset(g4_session *s) {
     if (!s) return;
     s->n_past = 0;    /* cells are overwritten before they are read again */
-    s->swa_hi = 0;
+    s->swa_hi = s->swa_lo = 0;
     s->n_logits = 0;
     s->err[0] = '\0';
 }
