@@ -261,6 +261,23 @@ G4_API const char  *g4_jv_raw(const g4_jv *v, size_t *len);  /* the value's sour
  * U+FFFD, so the output is always valid JSON; U+2028/2029 are escaped. At most 6 n + 2. */
 G4_API size_t       g4_json_quote(char *out, size_t cap, const char *s, size_t n);
 
+
+/* ==== A Gemma 4 answer: content, reasoning and tool calls ====
+ * Splits generated text (detokenized with flags 0: the markers below are user-defined tokens,
+ * always rendered) into the answer, the thinking ("<|channel>thought\n...<channel|>") and
+ * tool calls ("<|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|>"), streaming: push
+ * text as it is generated; fn receives each piece as soon as it is certain (a marker prefix
+ * is held back at most 12 bytes). A tool call comes whole, with its name and its arguments
+ * as a JSON object (strings quoted, numbers/true/false/null kept, other bare words as
+ * strings); one that does not parse, or never closes (or passes 1 MiB), comes back as
+ * content, markers included. end = 1 flushes. fn returns nonzero to stop (G4_ERR_ABORTED). */
+typedef struct g4_reply g4_reply;
+enum { G4_REPLY_CONTENT = 0, G4_REPLY_REASONING = 1, G4_REPLY_TOOL_CALL = 2 };
+typedef int (*g4_reply_fn)(void *ud, int kind, const char *text, size_t n, const char *name, size_t name_len);
+G4_API g4_status g4_reply_create(g4_reply **out);  /* *out = NULL on failure */
+G4_API void      g4_reply_free(g4_reply *r);       /* NULL-safe */
+G4_API g4_status g4_reply_push(g4_reply *r, const char *text, size_t n, int end, g4_reply_fn fn, void *ud);
+
 #ifdef __cplusplus
 }
 #endif
