@@ -102,6 +102,14 @@ if [ -f tests/serve/node_modules/openai/package.json ] && command -v node >/dev/
 else
     echo "serve: openai SDK test skipped (make test-deps installs tests/serve)" >&2
 fi
+if [ -x "${CHROMIUM:-/usr/bin/chromium}" ] && [ -f tests/serve/node_modules/playwright-core/package.json ] && command -v node >/dev/null 2>&1; then
+    node tests/serve/page.mjs "$U" "$B/serve-page.png" >"$tmp/page.out" 2>&1; rc=$?
+    grep -v 'passed, ' "$tmp/page.out" >&2
+    p=$(sed -n -E 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$tmp/page.out"); f=$(sed -n -E 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$tmp/page.out")
+    pass=$((pass + ${p:-0})); fail=$((fail + ${f:-1})); [ "$rc" -eq 0 ] || [ "${f:-1}" -ne 0 ] || fail=$((fail + 1))
+else
+    echo "serve: chat page test skipped (needs /usr/bin/chromium and make test-deps)" >&2
+fi
 check "metrics" 1 "$(curl -s "$U/metrics" | grep -c '^g4_tokens_predicted_total ')"
 check "page" 1 "$(curl -s "$U/" | grep -c -i '<!doctype html>')"
 stop "$SERVER_PID"; check "sigterm exit 0" 0 "$STOP_RC"
