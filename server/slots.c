@@ -138,7 +138,7 @@ static int push_text(job *j, const char *s, size_t n) {
             if (memcmp(j->hold + j->n_hold - q, j->stop[k], q) == 0) { keep = q; break; }
     }
     release_text(j, j->hold, j->n_hold - keep);
-    memmove(j->hold, j->hold + j->n_hold - keep, keep);
+    if (keep) memmove(j->hold, j->hold + j->n_hold - keep, keep);
     j->n_hold = keep;
     return 0;
 }

@@ -216,6 +216,7 @@ static void out(emit *em, int kind, const char *s, size_t n, const char *name, s
 static g4_status run(g4_reply *r, emit *em, int end) {
     for (;;) {
         if (em->stop) return G4_ERR_ABORTED;
+        if (!r->b) return G4_OK; /* nothing pushed yet */
         char *b = r->b;
         size_t n = r->n;
         if (r->mode == M_CONTENT || r->mode == M_REASONING) {
