@@ -178,7 +178,7 @@ raw("top_logprobs range", post(CHAT, '{' + MSG + ',"logprobs":true,"top_logprobs
 raw("stream type", post(CHAT, '{' + MSG + ',"stream":"yes"}'), 400, "boolean", "stream")
 raw("reasoning_effort", post(CHAT, '{' + MSG + ',"reasoning_effort":"extreme"}'), 400, "reasoning_effort", "reasoning_effort")
 raw("thinking type", post(CHAT, '{' + MSG + ',"chat_template_kwargs":{"enable_thinking":1}}'), 400, "boolean", "chat_template_kwargs.enable_thinking")
-raw("prompt too long", post("/v1/completions", '{"prompt":"' + "word " * 3000 + '"}'), 400, "context", "prompt")
+raw("prompt too long", post("/v1/completions", '{"prompt":"' + "word " * 9000 + '"}'), 400, "context", "prompt")
 raw("prompt ids out of range", post("/v1/completions", '{"prompt":[1,2,99999999]}'), 400, "token id", "prompt")
 raw("prompt wrong type", post("/v1/completions", '{"prompt":{"a":1}}'), 400, "prompt", "prompt")
 raw("tokenize type", post("/tokenize", '{"content":5}'), 400, "content", "content")

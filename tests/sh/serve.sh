@@ -16,7 +16,7 @@ check() { if [ "$2" = "$3" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); 
 ok() { if "$@" >/dev/null 2>&1; then echo 1; else echo 0; fi; }
 if ! command -v curl >/dev/null 2>&1; then echo "serve: skipped (no curl)"; echo "0 passed, 0 failed"; exit 0; fi
 M="$tmp/m.gguf"
-"$B/g4-mkmodel" "$M" --seed 7 >/dev/null 2>&1; check mkmodel 0 $?
+"$B/g4-mkmodel" "$M" --seed 7 --ctx 4096 >/dev/null 2>&1; check mkmodel 0 $?
 
 # start: SERVER_PID and PORT from the "listening on" line (port 0 = any free port)
 start() { # log, args...
