@@ -286,6 +286,59 @@ G4_API g4_status g4_chat_tokenize(const g4_model *m, const g4_chat_msg *msgs, si
                                   int add_bos, int add_gen, int thinking,
                                   int32_t *out, size_t cap, size_t *n_out);
 
+
+/* ==== JSON reader and string quoting ====
+ * A strict RFC 8259 reader for programs that take JSON from the network (g4 serve) and for
+ * the chat renderer's tool declarations. Errors (G4_ERR_ARG, message "JSON: ... at byte N"):
+ * invalid syntax, duplicate keys, lone surrogates in \u escapes, invalid UTF-8, unescaped
+ * control characters, numbers outside the double range, a byte order mark, trailing data,
+ * nesting deeper than max_depth (0 = 64). The parser never recurses; its memory is linear in
+ * len. A document is immutable; values (g4_jv) are borrowed from it until g4_json_free. */
+typedef struct g4_json g4_json;
+typedef struct g4_jv   g4_jv;
+enum { G4_JSON_NONE = 0, /* absent (a NULL g4_jv) */
+       G4_JSON_NULL, G4_JSON_FALSE, G4_JSON_TRUE, G4_JSON_NUMBER, G4_JSON_STRING, G4_JSON_ARRAY, G4_JSON_OBJECT };
+
+G4_API g4_status    g4_json_parse(g4_json **out, const char *text, size_t len, int max_depth,
+                                  char *err, size_t errlen);           /* *out = NULL on failure */
+G4_API void         g4_json_free(g4_json *d);                         /* NULL-safe */
+G4_API const g4_jv *g4_json_root(const g4_json *d);
+/* Every accessor accepts NULL (and answers "absent": NONE, 0, NULL). */
+G4_API int          g4_jv_type(const g4_jv *v);
+G4_API size_t       g4_jv_len(const g4_jv *v);                /* array elements, object members, string bytes */
+G4_API const g4_jv *g4_jv_at(const g4_jv *v, size_t i);      /* i-th element / member value, in source order */
+G4_API const char  *g4_jv_key(const g4_jv *obj, size_t i, size_t *len); /* i-th member's key (decoded, NUL-terminated) */
+G4_API const g4_jv *g4_jv_get(const g4_jv *obj, const char *key);      /* member by key, NULL if absent */
+/* Decoded string (UTF-8, NUL-terminated; may hold NUL bytes: use *len), NULL if not a string. */
+G4_API const char  *g4_jv_str(const g4_jv *v, size_t *len);
+G4_API double       g4_jv_num(const g4_jv *v);                /* 0 if not a number */
+/* 1 and *out when v is a number with an exact integer value (2, 2.0, 2e0; integers written
+ * without fraction or exponent are read exactly from the text), else 0. */
+G4_API int          g4_jv_int(const g4_jv *v, int64_t *out);
+G4_API int          g4_jv_uint(const g4_jv *v, uint64_t *out);
+G4_API const char  *g4_jv_raw(const g4_jv *v, size_t *len);  /* the value's source text */
+/* Writes s[0..n) as a JSON string literal (quotes included) into out[cap]; returns the bytes
+ * it needs (write nothing past cap; call with cap 0 to size). Invalid UTF-8 bytes become
+ * U+FFFD, so the output is always valid JSON; U+2028/2029 are escaped. At most 6 n + 2. */
+G4_API size_t       g4_json_quote(char *out, size_t cap, const char *s, size_t n);
+
+
+/* ==== A Gemma 4 answer: content, reasoning and tool calls ====
+ * Splits generated text (detokenized with flags 0: the markers below are user-defined tokens,
+ * always rendered) into the answer, the thinking ("<|channel>thought\n...<channel|>") and
+ * tool calls ("<|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|>"), streaming: push
+ * text as it is generated; fn receives each piece as soon as it is certain (a marker prefix
+ * is held back at most 12 bytes). A tool call comes whole, with its name and its arguments
+ * as a JSON object (strings quoted, numbers/true/false/null kept, other bare words as
+ * strings); one that does not parse, or never closes (or passes 1 MiB), comes back as
+ * content, markers included. end = 1 flushes. fn returns nonzero to stop (G4_ERR_ABORTED). */
+typedef struct g4_reply g4_reply;
+enum { G4_REPLY_CONTENT = 0, G4_REPLY_REASONING = 1, G4_REPLY_TOOL_CALL = 2 };
+typedef int (*g4_reply_fn)(void *ud, int kind, const char *text, size_t n, const char *name, size_t name_len);
+G4_API g4_status g4_reply_create(g4_reply **out);  /* *out = NULL on failure */
+G4_API void      g4_reply_free(g4_reply *r);       /* NULL-safe */
+G4_API g4_status g4_reply_push(g4_reply *r, const char *text, size_t n, int end, g4_reply_fn fn, void *ud);
+
 #ifdef __cplusplus
 }
 #endif
