@@ -1,6 +1,7 @@
 /* cmd_bench.c - g4 bench: prompt-processing and generation speed, as llama-bench measures it.
  *
  *   g4 bench -m MODEL [-t 1,2] [-p 512] [-n 128] [-r 5] [-ub 512] [-o md|json]
+ *   g4 bench -m MODEL -np 1,4,8 [-p 128] [-n 32] ...   (batched: llama-batched-bench)
  *
  * Every combination of the comma lists runs: for each model and thread count (the model is
  * opened once per thread count, since g4_model_opts.n_threads is fixed at open), a pp test
@@ -9,6 +10,11 @@
  * once untimed (warm-up, unless --no-warmup), then -r timed repetitions; a repetition's rate
  * is tokens / seconds of g4_session_eval calls only (no tokenization, no sampling). The
  * table shows mean ± sample standard deviation of the repetitions' rates.
+ *
+ * With -np LIST the tests are batched instead (bench_batch.c): for each N in LIST, N
+ * sessions evaluate a -p token prompt each in one g4_batch_eval, then decode -n tokens
+ * together; the table shows the prompt rate and the aggregate and per-sequence decode
+ * rates (llama-batched-bench's S_PP, S_TG), mean ± stddev over -r repetitions.
  *
  * stdout: llama-bench's Markdown table (rows printed as tests finish) or, with -o json, one
  * JSON array at the end. stderr: load timings, progress, a summary.
@@ -24,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench_batch.h"
 #include "cli.h"
 #include "g4.h"
 #include "g4_impl.h"
@@ -43,6 +50,8 @@ static void usage(FILE *out) {
             "  -n, --n-gen LIST        generated tokens for tg tests (default 128; 0 = none)\n"
             "  -r, --repetitions N     timed repetitions per test (default 5)\n"
             "  -ub, --ubatch-size LIST prompt chunk size (default 512)\n"
+            "  -np, -npl LIST          batched: sequences decoding together (llama-batched-bench;\n"
+            "                          -p/-n are then per sequence, defaults 128 / 32)\n"
             "  -ctk, --cache-type-k T  KV cache type: f16 (default), f32, q8_0\n"
             "  -o, --output md|json    output format (default md)\n"
             "  --no-warmup             skip the untimed warm-up run\n"
@@ -159,6 +168,8 @@ static void describe(const g4_model *m, model_desc *d) {
 typedef struct result {
     int      model;
     long     n_prompt, n_gen, threads, ubatch;
+    long     np;            /* batched tests: sequences (0 = a llama-bench test) */
+    double   pp_avg, pp_sd; /* batched: prompt tokens/s over all sequences */
     double   avg, sd;       /* tokens/s */
     double   avg_ns, sd_ns; /* per repetition */
     double   samples_ts[64], samples_ns[64];
@@ -197,6 +208,24 @@ static void md_row(const model_desc *d, const result *r) {
     fflush(stdout);
 }
 
+static void md_header_np(void) {
+    printf("| %-30s | %7s | %4s | %5s | %5s | %18s | %18s | %12s |\n", "model", "threads", "B", "PP", "TG", "S_PP t/s",
+           "S_TG t/s", "S_TG/seq t/s");
+    printf("| %.30s | %.7s | %.4s | %.5s | %.5s | %.18s | %.18s | %.12s |\n", "------------------------------", "------:",
+           "---:", "----:", "----:", "-----------------:", "-----------------:", "-----------:");
+    fflush(stdout);
+}
+
+static void md_row_np(const model_desc *d, const result *r) {
+    char pp[48], tg[48], per[32];
+    snprintf(pp, sizeof pp, "%.2f ± %.2f", r->pp_avg, r->pp_sd);
+    snprintf(tg, sizeof tg, "%.2f ± %.2f", r->avg, r->sd);
+    snprintf(per, sizeof per, "%.2f", r->avg / (double)r->np);
+    printf("| %-30.30s | %7ld | %4ld | %5ld | %5ld | %19s | %19s | %12s |\n", d->name, r->threads, r->np, r->n_prompt,
+           r->n_gen, pp, tg, per);
+    fflush(stdout);
+}
+
 static void json_all(const model_desc *d, const char *const *paths, const result *rs, int n, const char *kernels[]) {
     printf("[\n");
     for (int i = 0; i < n; i++) {
@@ -208,9 +237,13 @@ static void json_all(const model_desc *d, const char *const *paths, const result
         printf(", \"model_size\": %" PRIu64 ", \"model_n_params\": %" PRIu64 ", \"decode_bytes\": %" PRIu64
                ", \"backends\": \"CPU\", \"kernels\": ", d[r->model].size, d[r->model].params, d[r->model].decode_bytes);
         json_str(kernels[r->model] ? kernels[r->model] : "");
+        if (r->np)
+            printf(", \"n_parallel\": %ld, \"pp_avg_ts\": %.6f, \"pp_stddev_ts\": %.6f, \"tg_per_seq_ts\": %.6f", r->np,
+                   r->pp_avg, r->pp_sd, r->avg / (double)r->np);
         printf(", \"n_ubatch\": %ld, \"n_threads\": %ld, \"n_prompt\": %ld, \"n_gen\": %ld, \"test\": \"%s%ld\", "
                "\"avg_ns\": %.0f, \"stddev_ns\": %.0f, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"samples_ns\": [",
-               r->ubatch, r->threads, r->n_prompt, r->n_gen, r->n_prompt ? "pp" : "tg", r->n_prompt ? r->n_prompt : r->n_gen,
+               r->ubatch, r->threads, r->n_prompt, r->n_gen, r->n_prompt && !r->np ? "pp" : "tg",
+               r->n_prompt && !r->np ? r->n_prompt : r->n_gen,
                r->avg_ns, r->sd_ns, r->avg, r->sd);
         for (int k = 0; k < r->n_samples; k++) printf("%s%.0f", k ? ", " : "", r->samples_ns[k]);
         printf("], \"samples_ts\": [");
@@ -241,8 +274,8 @@ static double run_once(g4_session *s, const g4_model *m, long n_prompt, long n_g
 int cmd_bench(int argc, char **argv) {
     const char *models[MAX_MODELS];
     int n_models = 0, json = 0, warmup = 1, verbose = 0;
-    long th[MAX_LIST], pp[MAX_LIST], tg[MAX_LIST], ub[MAX_LIST], reps = 5;
-    int n_th = 0, n_pp = 1, n_tg = 1, n_ub = 1;
+    long th[MAX_LIST], pp[MAX_LIST], tg[MAX_LIST], ub[MAX_LIST], npl[MAX_LIST], reps = 5;
+    int n_th = 0, n_pp = 1, n_tg = 1, n_ub = 1, n_np = 0, have_pp = 0, have_tg = 0;
     pp[0] = 512; tg[0] = 128; ub[0] = 512;
     const char *cache = NULL;
     unsigned long long seed = 1;
@@ -258,8 +291,20 @@ int cmd_bench(int argc, char **argv) {
             models[n_models++] = v;
         }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { NEED(); if (!parse_list(a, v, 1, 512, th, &n_th)) return 2; }
-        else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) { NEED(); if (!parse_list(a, v, 0, 1 << 20, pp, &n_pp)) return 2; }
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) { NEED(); if (!parse_list(a, v, 0, 1 << 20, tg, &n_tg)) return 2; }
+        else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt") || !strcmp(a, "-npp")) {
+            NEED();
+            if (!parse_list(a, v, 0, 1 << 20, pp, &n_pp)) return 2;
+            have_pp = 1;
+        }
+        else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen") || !strcmp(a, "-ntg")) {
+            NEED();
+            if (!parse_list(a, v, 0, 1 << 20, tg, &n_tg)) return 2;
+            have_tg = 1;
+        }
+        else if (!strcmp(a, "-np") || !strcmp(a, "-npl") || !strcmp(a, "--n-parallel")) {
+            NEED();
+            if (!parse_list(a, v, 1, G4_BATCH_MAX_SEQ, npl, &n_np)) return 2;
+        }
         else if (!strcmp(a, "-ub") || !strcmp(a, "--ubatch-size")) { NEED(); if (!parse_list(a, v, 1, 1 << 16, ub, &n_ub)) return 2; }
         else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) { NEED(); if (!cli_int(a, v, 1, 64, &reps)) return 2; }
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
@@ -296,10 +341,22 @@ int cmd_bench(int argc, char **argv) {
     }
     long max_tok = 0;
     int n_tests = 0;
-    for (int i = 0; i < n_pp; i++) { if (pp[i] > max_tok) max_tok = pp[i]; if (pp[i] > 0) n_tests++; }
-    for (int i = 0; i < n_tg; i++) { if (tg[i] > max_tok) max_tok = tg[i]; if (tg[i] > 0) n_tests++; }
-    if (n_tests == 0) { fprintf(stderr, "g4 bench: nothing to run (-p and -n are all 0)\n"); return 2; }
-    n_tests *= n_th * n_ub * n_models;
+    if (n_np) { /* batched: llama-batched-bench's defaults, every (np, p, n) combination */
+        if (!have_pp) pp[0] = 128;
+        if (!have_tg) tg[0] = 32;
+        long mp = 0, mg = 0;
+        for (int i = 0; i < n_pp; i++) if (pp[i] > mp) mp = pp[i];
+        for (int i = 0; i < n_tg; i++) if (tg[i] > mg) mg = tg[i];
+        max_tok = mp + mg;
+        if (mg == 0) { fprintf(stderr, "g4 bench: -np needs -n > 0\n"); return 2; }
+        n_tests = n_np * n_pp * n_tg * n_th * n_models;
+    } else {
+        for (int i = 0; i < n_pp; i++) { if (pp[i] > max_tok) max_tok = pp[i]; if (pp[i] > 0) n_tests++; }
+        for (int i = 0; i < n_tg; i++) { if (tg[i] > max_tok) max_tok = tg[i]; if (tg[i] > 0) n_tests++; }
+        if (n_tests == 0) { fprintf(stderr, "g4 bench: nothing to run (-p and -n are all 0)\n"); return 2; }
+        n_tests *= n_th * n_ub * n_models;
+    }
+    if (max_tok > (1 << 20)) { fprintf(stderr, "g4 bench: -p + -n is above 2^20 tokens\n"); return 2; }
     for (int i = 0; i < n_models; i++) {
         struct stat sb;
         if (stat(models[i], &sb) != 0) { fprintf(stderr, "g4 bench: %s: %s\n", models[i], strerror(errno)); return 1; }
@@ -314,7 +371,7 @@ int cmd_bench(int argc, char **argv) {
     char kern_names[MAX_MODELS][32];
     if (!res || !toks) { fprintf(stderr, "g4 bench: out of memory\n"); free(res); free(toks); return 1; }
     int n_res = 0;
-    if (!json) md_header();
+    if (!json) { if (n_np) md_header_np(); else md_header(); }
     cli_progress pr;
     const double runs_total = (double)n_tests * (double)(reps + warmup);
     double runs_done = 0;
@@ -341,7 +398,74 @@ int cmd_bench(int argc, char **argv) {
             fprintf(stderr, "g4 bench: loaded %s in %.3f s (%s, kernels %s, %d threads; a decoded token reads %.3f GB of weights)\n",
                     models[mi], progress_now() - t0, desc[mi].name, g4_model_kernels(m), g4_model_n_threads(m),
                     (double)desc[mi].decode_bytes / 1e9);
-            for (int ui = 0; ui < n_ub && !g_int && rc == 0; ui++) {
+            const int cache_t = !cache || !strcmp(cache, "f16") ? G4_CACHE_F16 : !strcmp(cache, "f32") ? G4_CACHE_F32 : G4_CACHE_Q8_0;
+            for (int ni = 0; ni < n_np && !g_int && rc == 0; ni++) {
+                bench_batch bb;
+                if (!bench_batch_open(&bb, m, (int)npl[ni], (int)max_tok, cache_t, err, sizeof err)) {
+                    fprintf(stderr, "g4 bench: %s\n", err);
+                    bench_batch_close(&bb);
+                    rc = 1;
+                    break;
+                }
+                size_t kvb, scb, bab;
+                bench_batch_memory(&bb, &kvb, &scb, &bab);
+                fprintf(stderr, "g4 bench: %ld sessions of %ld positions: each KV %.1f MiB + scratch %.1f MiB, batch scratch %.1f MiB\n",
+                        npl[ni], max_tok, (double)kvb / 1048576.0, (double)scb / 1048576.0, (double)bab / 1048576.0);
+                for (int pi = 0; pi < n_pp && !g_int && rc == 0; pi++)
+                    for (int gi = 0; gi < n_tg && !g_int && rc == 0; gi++) {
+                        if (tg[gi] <= 0) continue;
+                        result *r = &res[n_res];
+                        memset(r, 0, sizeof *r);
+                        r->model = mi;
+                        r->threads = th[ti];
+                        r->ubatch = 512;
+                        r->np = npl[ni];
+                        r->n_prompt = pp[pi];
+                        r->n_gen = tg[gi];
+                        uint64_t rng = seed;
+                        char detail[96];
+                        snprintf(detail, sizeof detail, "B%ld pp%ld tg%ld t=%ld", r->np, r->n_prompt, r->n_gen, th[ti]);
+                        double pps[64];
+                        for (long k = -warmup; k < reps && !g_int; k++) {
+                            double tp, tt;
+                            if (!bench_batch_once(&bb, m, r->n_prompt, r->n_gen, &rng, (const volatile int *)&g_int, &tp, &tt)) {
+                                fprintf(stderr, "g4 bench: %s\n", g4_batch_errmsg(bb.b));
+                                rc = 1;
+                                break;
+                            }
+                            runs_done += 1;
+                            progress_update(&pr, runs_done, detail);
+                            if (k < 0 || g_int) continue;
+                            if (tt <= 0) tt = 1e-9;
+                            pps[r->n_samples] = tp > 0 ? (double)(r->np * r->n_prompt) / tp : 0;
+                            r->samples_ns[r->n_samples] = tt * 1e9;
+                            r->samples_ts[r->n_samples] = (double)(r->np * r->n_gen) / tt;
+                            r->n_samples++;
+                        }
+                        if (rc || r->n_samples < reps) break;
+                        double sum = 0, sum_ns = 0, sum_pp = 0;
+                        for (int k = 0; k < r->n_samples; k++) { sum += r->samples_ts[k]; sum_ns += r->samples_ns[k]; sum_pp += pps[k]; }
+                        r->avg = sum / r->n_samples;
+                        r->avg_ns = sum_ns / r->n_samples;
+                        r->pp_avg = sum_pp / r->n_samples;
+                        double v = 0, vn = 0, vp = 0;
+                        for (int k = 0; k < r->n_samples; k++) {
+                            v += (r->samples_ts[k] - r->avg) * (r->samples_ts[k] - r->avg);
+                            vn += (r->samples_ns[k] - r->avg_ns) * (r->samples_ns[k] - r->avg_ns);
+                            vp += (pps[k] - r->pp_avg) * (pps[k] - r->pp_avg);
+                        }
+                        r->sd = r->n_samples > 1 ? sqrt(v / (r->n_samples - 1)) : 0;
+                        r->sd_ns = r->n_samples > 1 ? sqrt(vn / (r->n_samples - 1)) : 0;
+                        r->pp_sd = r->n_samples > 1 ? sqrt(vp / (r->n_samples - 1)) : 0;
+                        n_res++;
+                        if (!json) {
+                            progress_end(&pr, NULL);
+                            md_row_np(&desc[mi], r);
+                        }
+                    }
+                bench_batch_close(&bb);
+            }
+            for (int ui = 0; ui < n_ub && !n_np && !g_int && rc == 0; ui++) {
                 g4_session_opts so = {0};
                 so.n_ctx = (int32_t)max_tok;
                 so.n_ubatch = (int32_t)ub[ui];
