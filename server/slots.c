@@ -23,7 +23,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "shim.h" /* TEMPORARY until g4.h has the batch API (issue 13) */
 
 enum { PH_IDLE = 0, PH_PROMPT, PH_DECODE };
 
@@ -427,7 +426,9 @@ int sched_create(sched **out, g4_model *m, const sched_opts *o, char *err, size_
     s->bpast = calloc((size_t)n, sizeof *s->bpast);
     if (!s->slots || !s->bs || !s->bt || !s->bn || !s->bi || !s->bpast) { snprintf(err, errlen, "out of memory"); sched_free(s); return -1; }
     s->st.slots = n;
-    g4_batch_opts bo = {o->n_ubatch};
+    g4_batch_opts bo = {0};
+    bo.n_ubatch = o->n_ubatch; /* rows of one forward chunk over all slots */
+    bo.n_out = n;              /* every slot may finish a prompt or decode in one chunk */
     if (g4_batch_create(&s->b, m, &bo, err, errlen) != G4_OK) { sched_free(s); return -1; }
     for (int i = 0; i < n; i++) {
         g4_session_opts so;

@@ -123,7 +123,7 @@ check "401 without key" 401 "$(curl -s -o /dev/null -w '%{http_code}' "$U/v1/mod
 check "401 wrong key" 401 "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer nope' "$U/v1/models")"
 check "200 with key" 200 "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer sekrit' "$U/v1/models")"
 check "health without key" 200 "$(curl -s -o /dev/null -w '%{http_code}' "$U/health")"
-curl -sN -H 'Authorization: Bearer sekrit' "$U/v1/completions" -d '{"prompt":"x","max_tokens":400,"ignore_eos":true,"stream":true}' >/dev/null &
+curl -sN -H 'Authorization: Bearer sekrit' "$U/v1/completions" -d '{"prompt":"x","max_tokens":3500,"ignore_eos":true,"stream":true}' >/dev/null &
 long=$!
 sleep 0.3
 curl -s -D "$tmp/h503" -o "$tmp/b503" -H 'Authorization: Bearer sekrit' "$U/v1/completions" -d '{"prompt":"y","max_tokens":2}'
