@@ -32,6 +32,7 @@ int bench_batch_open(bench_batch *bb, g4_model *m, int np, int n_ctx, int cache,
     g4_session_opts so = {0};
     so.n_ctx = n_ctx;
     so.cache_type = cache;
+    so.batch_only = 1;
     for (int i = 0; i < np; i++)
         if (g4_session_create(&bb->s[i], m, &so, err, errlen) != G4_OK) return 0;
     g4_batch_opts bo = {0};

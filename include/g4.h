@@ -120,6 +120,9 @@ typedef struct g4_session_opts {
     int32_t n_ubatch;   /* prompt chunk, 0 = 128 */
     int     cache_type; /* G4_CACHE_F16 (default), G4_CACHE_F32, G4_CACHE_Q8_0 */
     int     logits_all; /* 1 = keep logits for every evaluated position (perplexity) */
+    int     batch_only; /* 1 = evaluated only through g4_batch_eval: no rows scratch of its
+                         * own (g4_session_eval then fails), so an added session costs its KV
+                         * cache and one logits row; n_ubatch still bounds its tokens per chunk */
 } g4_session_opts;
 
 /* Allocates the KV cache and every buffer once; evals never allocate. *out = NULL on failure. */

@@ -435,6 +435,7 @@ int sched_create(sched **out, g4_model *m, const sched_opts *o, char *err, size_
         memset(&so, 0, sizeof so);
         so.n_ctx = o->n_ctx;
         so.n_ubatch = s->o.n_ubatch;
+        so.batch_only = 1; /* evaluated through the batch only: no scratch of its own */
         if (g4_session_create(&s->slots[i].s, m, &so, err, errlen) != G4_OK) { sched_free(s); return -1; }
         s->slots[i].toks = malloc((size_t)o->n_ctx * sizeof(int32_t));
         if (!s->slots[i].toks) { snprintf(err, errlen, "out of memory"); sched_free(s); return -1; }

@@ -103,7 +103,7 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     const uint64_t kv_end = p.off;
     /* the rows scratch of g4_session_eval; its logits are the session's */
     g4_work_plan wp;
-    work_plan(&p, m, n_ub, n_logit_rows, &wp);
+    work_plan(&p, m, o.batch_only ? 0 : n_ub, n_logit_rows, &wp);
     /* per-thread attention scratch, for the query heads of one KV head, over the 32-aligned
      * hull of a window (at most n_cells + 62 cells, attention.c attn_window):
      * kq [gqa][hull] | p [gqa] rows (V dot type) | q [gqa] rows (K dot type) | o [hd] |
@@ -195,6 +195,8 @@ g4_status session_check(const g4_session *s, const int32_t *tok, size_t n_tok, c
 g4_status g4_session_eval(g4_session *s, const int32_t *tok, size_t n_tok) {
     if (!s) return G4_ERR_ARG;
     s->err[0] = '\0';
+    if (s->work.n_rows == 0)
+        return g4_errf(G4_ERR_ARG, s->err, sizeof s->err, "eval: the session was created batch_only: evaluate it with g4_batch_eval");
     g4_status st = session_check(s, tok, n_tok, s->err, sizeof s->err, "eval");
     if (st != G4_OK) return st;
     /* Nothing below can fail but an abort (eval.c: the eval is one llama.cpp ubatch, run in

@@ -213,6 +213,24 @@ static void check_batch_errors(void) {
     T_CHECK(g4_session_n_past(s[0]) == 3 && g4_session_n_past(s[1]) == 2 && g4_session_n_past(s[2]) == 4);
     for (int i = 0; i < 3; i++)
         T_CHECK(!memcmp(snap + (size_t)i * (size_t)V, g4_session_logits(s[i]), (size_t)V * sizeof(float)));
+    /* batch_only: no scratch of its own, same results through the batch */
+    {
+        g4_session_opts so = { .n_ctx = 16, .n_ubatch = 8, .cache_type = G4_CACHE_F32, .batch_only = 1 };
+        g4_session *lean = NULL, *fat = t_sess(t.m, 16, 8, G4_CACHE_F32, 0);
+        T_CHECK(g4_session_create(&lean, t.m, &so, err, sizeof err) == G4_OK);
+        size_t kl, sl, kf, sf;
+        g4_session_memory(lean, &kl, &sl);
+        g4_session_memory(fat, &kf, &sf);
+        T_CHECKF(kl == kf && sl < sf, "batch_only memory: kv %zu / %zu, scratch %zu / %zu", kl, kf, sl, sf);
+        T_CHECK(g4_session_eval(lean, p, 3) == G4_ERR_ARG && strstr(g4_session_errmsg(lean), "batch_only"));
+        g4_session *pair[2] = { lean, fat };
+        const int32_t *tp[2] = { p, p };
+        size_t np2[2] = { 5, 5 };
+        T_CHECK(g4_batch_eval(b, pair, tp, np2, 2) == G4_OK);
+        T_CHECK(!memcmp(g4_session_logits(lean), g4_session_logits(fat), (size_t)V * sizeof(float)));
+        g4_session_free(lean);
+        g4_session_free(fat);
+    }
     free(snap);
     for (int i = 0; i < 3; i++) g4_session_free(s[i]);
     g4_session_free(x);
