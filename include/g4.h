@@ -120,6 +120,8 @@ typedef struct g4_session_opts {
     int32_t n_ubatch;   /* prompt chunk, 0 = 128 */
     int     cache_type; /* G4_CACHE_F16 (default), G4_CACHE_F32, G4_CACHE_Q8_0 */
     int     logits_all; /* 1 = keep logits for every evaluated position (perplexity) */
+    int32_t n_logits;   /* logits rows an eval may return (G4_EVAL_ALL_LOGITS), 0 = 1
+                         * (n_ubatch with logits_all) */
     int     batch_only; /* 1 = evaluated only through g4_batch_eval: no rows scratch of its
                          * own (g4_session_eval then fails), so an added session costs its KV
                          * cache and one logits row; n_ubatch still bounds its tokens per chunk */
@@ -137,7 +139,17 @@ G4_API g4_status    g4_session_eval(g4_session *s, const int32_t *tok, size_t n_
 /* [n_vocab] logits (after the final soft-cap) of the last evaluated position; valid until the
  * next eval/reset/free. NULL before the first eval. */
 G4_API const float *g4_session_logits(const g4_session *s);
-/* With logits_all: logits of the i-th token of the last eval call (0 <= i < n_tok), else NULL. */
+/* Flags of g4_session_eval_ex:
+ * G4_EVAL_ALL_LOGITS: logits of every token of this eval (n_tok <= the session's n_logits),
+ *   read with g4_session_logits_ith (what logits_all does for every eval);
+ * G4_EVAL_DECODE_ORDER: every token in the float order of a one-token eval, so evaluating
+ *   k tokens at once gives the bits of k evals of one token each (verifying drafted tokens
+ *   in one pass gives exactly what plain decoding would have). Without it a multi-token eval
+ *   follows llama.cpp's batch float order, as g4_session_eval does. */
+enum { G4_EVAL_ALL_LOGITS = 1, G4_EVAL_DECODE_ORDER = 2 };
+G4_API g4_status    g4_session_eval_ex(g4_session *s, const int32_t *tok, size_t n_tok, unsigned flags);
+/* Logits of the i-th token of the last eval call (0 <= i < n_tok) when it returned every
+ * token's (logits_all or G4_EVAL_ALL_LOGITS), else NULL. */
 G4_API const float *g4_session_logits_ith(const g4_session *s, size_t i);
 G4_API void         g4_session_reset(g4_session *s);               /* forget all positions */
 G4_API int32_t      g4_session_n_past(const g4_session *s);

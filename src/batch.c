@@ -79,10 +79,10 @@ g4_status g4_batch_eval(g4_batch *b, g4_session *const *s, const int32_t *const 
                 return g4_errf(G4_ERR_ARG, b->err, sizeof b->err, "batch: session %zu is also session %zu", i, j);
         char who[40];
         snprintf(who, sizeof who, "batch: session %zu", i);
-        g4_status st = session_check(s[i], tok[i], n_tok[i], b->err, sizeof b->err, who);
+        g4_status st = session_check(s[i], tok[i], n_tok[i], 0, b->err, sizeof b->err, who);
         if (st != G4_OK) return st;
     }
-    return eval_sessions(&b->work, s, tok, n_tok, n, b->err, sizeof b->err);
+    return eval_sessions(&b->work, s, tok, n_tok, n, 0, b->err, sizeof b->err);
 }
 
 const char *g4_batch_errmsg(const g4_batch *b) { return b ? b->err : "batch is NULL"; }

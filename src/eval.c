@@ -58,10 +58,14 @@ typedef struct sched {
     size_t n_ub;
     int64_t n_outputs;
     size_t n_chunks;
+    int all_out;                       /* every token of every session is an output */
+    int decode_order;                  /* every token as its own one-token ubatch */
 } sched;
 
+static int all_out(const sched *c, size_t i) { return c->all_out || c->s[i]->logits_all; }
+
 static int is_out(const sched *c, size_t i, size_t idx) {
-    return c->s[i]->logits_all || idx + 1 == c->n_tok[i];
+    return all_out(c, i) || idx + 1 == c->n_tok[i];
 }
 
 /* Runs ubatch columns [c0, c1) as one chunk. */
@@ -86,17 +90,17 @@ static g4_status run_chunk(sched *c, int64_t c0, int64_t c1, char *err, size_t e
             w->tok[r] = c->tok[i][idx];
             w->pos[r] = c->past0[i] + (int32_t)idx;
             w->sess[r] = s;
-            w->col[r] = (int32_t)col;
-            w->seq_n[r] = (int32_t)c->k;
-            w->ocol[r] = out ? c->out_base[i] + (s->logits_all ? (int32_t)j : 0) : 0;
-            w->odst[r] = out ? s->logits + (s->logits_all ? idx : 0) * V : NULL;
+            w->col[r] = c->decode_order ? 0 : (int32_t)col;
+            w->seq_n[r] = c->decode_order ? 1 : (int32_t)c->k;
+            w->ocol[r] = !out || c->decode_order ? 0 : c->out_base[i] + (all_out(c, i) ? (int32_t)j : 0);
+            w->odst[r] = out ? s->logits + (all_out(c, i) ? idx : 0) * V : NULL;
             if (w->pos[r] + 1 > c->hi[i]) c->hi[i] = w->pos[r] + 1;
             r++;
         }
     }
     w->T = r;
-    w->batch_n = (int64_t)(c->k * c->n_ub);
-    w->n_outputs = c->n_outputs;
+    w->batch_n = c->decode_order ? 1 : (int64_t)(c->k * c->n_ub);
+    w->n_outputs = c->decode_order ? 1 : c->n_outputs;
     forward_chunk(w);
     c->n_chunks++;
     return G4_OK;
@@ -110,7 +114,7 @@ static g4_status run_ubatch(sched *c, char *err, size_t errlen) {
     for (size_t u = 0; u < c->n_ub; u++) {
         const size_t i = c->a + u;
         c->out_base[i] = nout;
-        nout += c->s[i]->logits_all ? (int32_t)c->k : (c->done[i] + c->k == c->n_tok[i]);
+        nout += all_out(c, i) ? (int32_t)c->k : (c->done[i] + c->k == c->n_tok[i]);
     }
     c->n_outputs = nout;
     for (int64_t c0 = 0; c0 < N;) {
@@ -135,7 +139,7 @@ static g4_status run_ubatch(sched *c, char *err, size_t errlen) {
 }
 
 g4_status eval_sessions(g4_work *w, g4_session *const *s, const int32_t *const *tok,
-                        const size_t *n_tok, size_t n, char *err, size_t errlen) {
+                        const size_t *n_tok, size_t n, unsigned flags, char *err, size_t errlen) {
     G4_ASSERT(n >= 1 && n <= G4_BATCH_MAX_SEQ);
     sched c;
     c.w = w;
@@ -143,6 +147,8 @@ g4_status eval_sessions(g4_work *w, g4_session *const *s, const int32_t *const *
     c.tok = tok;
     c.n_tok = n_tok;
     c.n_chunks = 0;
+    c.all_out = (flags & G4_EVAL_ALL_LOGITS) != 0;
+    c.decode_order = (flags & G4_EVAL_DECODE_ORDER) != 0;
     for (size_t i = 0; i < n; i++) {
         c.done[i] = 0;
         c.past0[i] = s[i]->n_past;
@@ -171,7 +177,8 @@ g4_status eval_sessions(g4_work *w, g4_session *const *s, const int32_t *const *
         if (c.hi[i] > si->swa_hi) si->swa_hi = c.hi[i];
         if (st == G4_OK) {
             si->n_past = c.past0[i] + (int32_t)n_tok[i];
-            si->n_logits = si->logits_all ? (int32_t)n_tok[i] : 1;
+            si->logits_rows = all_out(&c, i);
+            si->n_logits = si->logits_rows ? (int32_t)n_tok[i] : 1;
         } else {
             session_rollback(si, c.past0[i]); /* n_past is still past0: kept, or 0 if a ring lost it */
         }

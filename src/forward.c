@@ -326,9 +326,15 @@ static void output(g4_work *w, int r0, int T) {
     norm_rows(w, w->cur, w->inpL, m->output_norm, r0, T);
     const g4_tensor *head = m->output ? m->output : m->token_embd; /* tied: rows [0, n_vocab) */
     /* the head sees only the output rows, as llama.cpp's graph after ggml_get_rows(out_ids):
-     * its columns are the ubatch's outputs */
-    matmul_ex(w, head, w->cur + (size_t)r0 * E, n, w->ocol + r0, w->n_outputs, w->logits, (size_t)V, 0, V, 1.0f,
-              m->cfg.softcap, w->odst + r0);
+     * its columns are the ubatch's outputs. Rows bound for consecutive logits rows (one
+     * session's tokens) are written there directly; others (several sessions) go through the
+     * work's logits rows and are copied as they finish. */
+    int direct = 1;
+    for (int t = r0 + 1; t < T; t++) direct &= w->odst[t] == w->odst[t - 1] + V;
+    float *y = direct ? w->odst[r0] : w->logits;
+    G4_ASSERT(direct || w->logits);
+    matmul_ex(w, head, w->cur + (size_t)r0 * E, n, w->ocol + r0, w->n_outputs, y, (size_t)V, 0, V, 1.0f,
+              m->cfg.softcap, direct ? NULL : w->odst + r0);
 }
 
 /* ==== Chunk ==== */

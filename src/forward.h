@@ -132,8 +132,9 @@ struct g4_session {
     int32_t  ws_v_cells;    /* 0 when every ring holds every hull                           */
     int32_t  n_cells_max;   /* largest n_cells of any slot + 64: bound of a window's hull   */
     float   *logits;        /* [n_logit_rows][n_vocab] after the soft-cap                   */
-    int32_t  n_logit_rows;  /* capacity: n_ubatch with logits_all, else 1                   */
+    int32_t  n_logit_rows;  /* capacity: n_logits option (n_ubatch with logits_all, else 1)  */
     int32_t  n_logits;      /* rows valid from the last eval (0 before the first eval)      */
+    int      logits_rows;   /* 1 = the last eval returned every token's logits               */
     g4_work  work;          /* rows scratch of g4_session_eval (logits = this->logits)      */
 
     g4_abort_fn abort_fn;   /* polled between chunks; nonzero stops the eval */
@@ -153,12 +154,13 @@ struct g4_session {
  * llama.cpp's split of one llama_batch holding sequences 0 .. n-1 into ubatches (non-unified
  * cache, equal split) for the float order; w's capacities bound the chunks. Polls every
  * session's abort callback before each chunk: then every session is rolled back to where it
- * was (session_rollback) and G4_ERR_ABORTED is returned with a message in err. */
+ * was (session_rollback) and G4_ERR_ABORTED is returned with a message in err. flags:
+ * G4_EVAL_ALL_LOGITS / G4_EVAL_DECODE_ORDER (g4.h), for every session of the call. */
 G4_INTERNAL g4_status eval_sessions(g4_work *w, g4_session *const *s, const int32_t *const *tok,
-                                    const size_t *n_tok, size_t n, char *err, size_t errlen);
+                                    const size_t *n_tok, size_t n, unsigned flags, char *err, size_t errlen);
 /* The checks of an eval of tok[0..n_tok) on s (session.c); who prefixes the message. */
-G4_INTERNAL g4_status session_check(const g4_session *s, const int32_t *tok, size_t n_tok, char *err, size_t errlen,
-                                    const char *who);
+G4_INTERNAL g4_status session_check(const g4_session *s, const int32_t *tok, size_t n_tok, unsigned flags,
+                                    char *err, size_t errlen, const char *who);
 /* Forgets positions >= n_keep (n_keep <= n_past); returns the new n_past: n_keep when every
  * sliding ring still holds the window continuing there needs, else 0. */
 G4_INTERNAL int32_t session_rollback(g4_session *s, int32_t n_keep);

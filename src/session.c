@@ -72,7 +72,10 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     const int n_threads = pool_n_threads(m->pool);
     const int n_slots = c->n_kv_owner;
     const int kdt = quant_traits(kv_type)->dot_type;
-    const int32_t n_logit_rows = o.logits_all ? n_ub : 1;
+    if (o.n_logits < 0 || o.n_logits > n_ctx)
+        return g4_errf(G4_ERR_ARG, err, errlen, "n_logits %d is outside [0, n_ctx %d]", (int)o.n_logits, (int)n_ctx);
+    int32_t n_logit_rows = o.n_logits ? o.n_logits : 1;
+    if (o.logits_all && n_logit_rows < n_ub) n_logit_rows = n_ub;
     g4_plan p = {0, 0};
     uint64_t off_kv_slots = plan_take(&p, (uint64_t)n_slots, sizeof(g4_kv_slot));
     uint64_t off_k[512], off_v[512];
@@ -176,8 +179,8 @@ void g4_session_free(g4_session *s) {
 
 /* ==== Eval ==== */
 
-g4_status session_check(const g4_session *s, const int32_t *tok, size_t n_tok, char *err, size_t errlen,
-                        const char *who) {
+g4_status session_check(const g4_session *s, const int32_t *tok, size_t n_tok, unsigned flags, char *err,
+                        size_t errlen, const char *who) {
     if (!tok || n_tok == 0) return g4_errf(G4_ERR_ARG, err, errlen, "%s: no tokens (tok %s, n_tok %zu)", who, tok ? "set" : "NULL", n_tok);
     const int32_t V = s->m->cfg.n_vocab;
     for (size_t i = 0; i < n_tok; i++)
@@ -189,20 +192,27 @@ g4_status session_check(const g4_session *s, const int32_t *tok, size_t n_tok, c
     if (s->logits_all && n_tok > (size_t)s->n_ubatch)
         return g4_errf(G4_ERR_ARG, err, errlen, "%s: with logits_all an eval takes at most n_ubatch (%d) tokens, got %zu", who,
                        (int)s->n_ubatch, n_tok);
+    if ((flags & G4_EVAL_ALL_LOGITS) && n_tok > (size_t)s->n_logit_rows)
+        return g4_errf(G4_ERR_ARG, err, errlen, "%s: G4_EVAL_ALL_LOGITS takes at most the session's n_logits (%d) tokens, got %zu",
+                       who, (int)s->n_logit_rows, n_tok);
     return G4_OK;
 }
 
-g4_status g4_session_eval(g4_session *s, const int32_t *tok, size_t n_tok) {
+g4_status g4_session_eval_ex(g4_session *s, const int32_t *tok, size_t n_tok, unsigned flags) {
     if (!s) return G4_ERR_ARG;
     s->err[0] = '\0';
+    if (flags & ~(unsigned)(G4_EVAL_ALL_LOGITS | G4_EVAL_DECODE_ORDER))
+        return g4_errf(G4_ERR_ARG, s->err, sizeof s->err, "eval: unknown flags 0x%x", flags);
     if (s->work.n_rows == 0)
         return g4_errf(G4_ERR_ARG, s->err, sizeof s->err, "eval: the session was created batch_only: evaluate it with g4_batch_eval");
-    g4_status st = session_check(s, tok, n_tok, s->err, sizeof s->err, "eval");
+    g4_status st = session_check(s, tok, n_tok, flags, s->err, sizeof s->err, "eval");
     if (st != G4_OK) return st;
     /* Nothing below can fail but an abort (eval.c: the eval is one llama.cpp ubatch, run in
      * chunks of n_ubatch tokens; only the last one wants logits, every row with logits_all) */
-    return eval_sessions(&s->work, &s, &tok, &n_tok, 1, s->err, sizeof s->err);
+    return eval_sessions(&s->work, &s, &tok, &n_tok, 1, flags, s->err, sizeof s->err);
 }
+
+g4_status g4_session_eval(g4_session *s, const int32_t *tok, size_t n_tok) { return g4_session_eval_ex(s, tok, n_tok, 0); }
 
 const float *g4_session_logits(const g4_session *s) {
     if (!s || s->n_logits <= 0) return NULL;
@@ -210,7 +220,7 @@ const float *g4_session_logits(const g4_session *s) {
 }
 
 const float *g4_session_logits_ith(const g4_session *s, size_t i) {
-    if (!s || !s->logits_all || i >= (size_t)s->n_logits) return NULL;
+    if (!s || !s->logits_rows || i >= (size_t)s->n_logits) return NULL;
     return s->logits + i * (size_t)s->m->cfg.n_vocab;
 }
 

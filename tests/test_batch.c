@@ -333,6 +333,48 @@ static void check_truncate_abort(const char *kernels) {
     t_model_close(&t);
 }
 
+/* ==== per-eval flags: every token's logits, the decode float order ==== */
+
+static void check_eval_flags(const char *name, const g4_testgen_opts *o, const char *kernels) {
+    t_model t;
+    if (!t_model_open(&t, o, 1, kernels)) { T_CHECKF(0, "%s: open", name); return; }
+    const int32_t V = g4_model_n_vocab(t.m);
+    const size_t lb = (size_t)V * sizeof(float);
+    g4_session_opts so = { .n_ctx = 128, .n_ubatch = 4, .cache_type = G4_CACHE_F16, .n_logits = 9 };
+    g4_session *a = NULL, *r = t_sess(t.m, 128, 4, G4_CACHE_F16, 0);
+    char err[256];
+    T_CHECK(g4_session_create(&a, t.m, &so, err, sizeof err) == G4_OK);
+    float *one = malloc(9 * lb);
+    /* a prompt, then 9 tokens one eval each vs one eval of the 9 in decode order (3 chunks
+     * of n_ubatch 4, the sliding rings wrapping): the same bits, on every table */
+    T_CHECK(g4_session_eval(r, LONG_P, 12) == G4_OK && g4_session_eval(a, LONG_P, 12) == G4_OK);
+    for (int k = 0; k < 9; k++) {
+        T_CHECK(g4_session_eval(r, LONG_P + 12 + k, 1) == G4_OK);
+        memcpy(one + (size_t)k * (size_t)V, g4_session_logits(r), lb);
+    }
+    T_CHECK(g4_session_eval_ex(a, LONG_P + 12, 10, G4_EVAL_ALL_LOGITS) == G4_ERR_ARG && strstr(g4_session_errmsg(a), "n_logits"));
+    T_CHECK(g4_session_eval_ex(a, LONG_P + 12, 9, 8) == G4_ERR_ARG && g4_session_n_past(a) == 12);
+    T_CHECK(g4_session_eval_ex(a, LONG_P + 12, 9, G4_EVAL_ALL_LOGITS | G4_EVAL_DECODE_ORDER) == G4_OK);
+    int same = 1;
+    for (int k = 0; k < 9; k++) {
+        const float *l = g4_session_logits_ith(a, (size_t)k);
+        const int eq = l && !memcmp(l, one + (size_t)k * (size_t)V, lb);
+        if (!eq && l) fprintf(stderr, "    row %d NMSE %.3g\n", k, t_nmse(one + (size_t)k * (size_t)V, l, (size_t)V));
+        same &= eq;
+    }
+    T_CHECKF(same, "%s [%s]: 9 tokens in decode order vs 9 one-token evals", name, g4_model_kernels(t.m));
+    T_CHECK(g4_session_logits(a) == g4_session_logits_ith(a, 8) && g4_session_logits_ith(a, 9) == NULL);
+    /* every token's logits (the head's columns are then all of them, as in llama.cpp); a
+     * later eval without the flag returns one row */
+    g4_session_reset(a);
+    T_CHECK(g4_session_eval_ex(a, LONG_P, 9, G4_EVAL_ALL_LOGITS) == G4_OK && g4_session_logits_ith(a, 8) != NULL);
+    T_CHECK(g4_session_eval(a, LONG_P + 9, 1) == G4_OK && g4_session_logits_ith(a, 0) == NULL);
+    free(one);
+    g4_session_free(a);
+    g4_session_free(r);
+    t_model_close(&t);
+}
+
 /* ==== saved state ==== */
 
 static int write_file(const char *path, const void *p, size_t n) {
@@ -446,6 +488,14 @@ static void check_state(int cache) {
 
 T_GROUP(batch) {
     check_batch_errors();
+    {
+        const g4_testgen_opts q4 = { .wtype = G4_TYPE_Q4_K, .n_embd = 256, .n_head = 4, .head_dim_swa = 64, .head_dim_full = 128,
+                                     .n_ff = 512, .n_per_layer = 256 };
+        const g4_testgen_opts f16 = { .wtype = G4_TYPE_F16, .untied = 1 };
+        check_eval_flags("q4_k", &q4, NULL);
+        check_eval_flags("f16", &f16, NULL);
+        check_eval_flags("f16", &f16, "scalar");
+    }
     check_truncate_abort(NULL);
     check_truncate_abort("scalar");
     check_state(G4_CACHE_F32);
