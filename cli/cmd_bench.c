@@ -2,11 +2,15 @@
  *
  *   g4 bench -m MODEL [-t 1,2] [-p 512] [-n 128] [-r 5] [-ub 512] [-o md|json]
  *   g4 bench -m MODEL -np 1,4,8 [-p 128] [-n 32] ...   (batched: llama-batched-bench)
+ *   g4 bench -m MODEL -d 0,4096 ...                      (tests after a prefilled context)
  *
  * Every combination of the comma lists runs: for each model and thread count (the model is
  * opened once per thread count, since g4_model_opts.n_threads is fixed at open), a pp test
  * per -p value (BOS + random ids evaluated as one prompt from an empty cache) and a tg test
- * per -n value (BOS then random ids, one token per eval, from an empty cache). Each test runs
+ * per -n value (BOS then random ids, one token per eval, from an empty cache); with -d LIST
+ * (llama-bench's --n-depth) every test runs after that many random tokens are already in
+ * the cache (prefilled once, untimed; each repetition truncates back to the depth, or
+ * prefills again when a sliding ring cannot go back that far). Each test runs
  * once untimed (warm-up, unless --no-warmup), then -r timed repetitions; a repetition's rate
  * is tokens / seconds of g4_session_eval calls only (no tokenization, no sampling). The
  * table shows mean ± sample standard deviation of the repetitions' rates.
@@ -50,6 +54,7 @@ static void usage(FILE *out) {
             "  -n, --n-gen LIST        generated tokens for tg tests (default 128; 0 = none)\n"
             "  -r, --repetitions N     timed repetitions per test (default 5)\n"
             "  -ub, --ubatch-size LIST prompt chunk size (default 512)\n"
+            "  -d, --n-depth LIST      tokens already in the cache before each test (default 0)\n"
             "  -np, -npl LIST          batched: sequences decoding together (llama-batched-bench;\n"
             "                          -p/-n are then per sequence, defaults 128 / 32)\n"
             "  -ctk, --cache-type-k T  KV cache type: f16 (default), f32, q8_0\n"
@@ -169,6 +174,7 @@ typedef struct result {
     int      model;
     long     n_prompt, n_gen, threads, ubatch;
     long     np;            /* batched tests: sequences (0 = a llama-bench test) */
+    long     depth;         /* tokens in the cache before the test */
     double   pp_avg, pp_sd; /* batched: prompt tokens/s over all sequences */
     double   avg, sd;       /* tokens/s */
     double   avg_ns, sd_ns; /* per repetition */
@@ -202,6 +208,7 @@ static void md_row(const model_desc *d, const result *r) {
     else snprintf(params, sizeof params, "%.2f M", (double)d->params / 1e6);
     if (r->n_prompt) snprintf(test, sizeof test, "pp%ld", r->n_prompt);
     else snprintf(test, sizeof test, "tg%ld", r->n_gen);
+    if (r->depth) snprintf(test + strlen(test), sizeof test - strlen(test), " @ d%ld", r->depth);
     snprintf(ts, sizeof ts, "%.2f ± %.2f", r->avg, r->sd);
     /* "±" is two bytes in UTF-8: pad by one more so the column lines up */
     printf("| %-30.30s | %10s | %10s | %7ld | %15s | %21s |\n", d->name, size, params, r->threads, test, ts);
@@ -240,9 +247,9 @@ static void json_all(const model_desc *d, const char *const *paths, const result
         if (r->np)
             printf(", \"n_parallel\": %ld, \"pp_avg_ts\": %.6f, \"pp_stddev_ts\": %.6f, \"tg_per_seq_ts\": %.6f", r->np,
                    r->pp_avg, r->pp_sd, r->avg / (double)r->np);
-        printf(", \"n_ubatch\": %ld, \"n_threads\": %ld, \"n_prompt\": %ld, \"n_gen\": %ld, \"test\": \"%s%ld\", "
+        printf(", \"n_ubatch\": %ld, \"n_threads\": %ld, \"n_prompt\": %ld, \"n_gen\": %ld, \"n_depth\": %ld, \"test\": \"%s%ld\", "
                "\"avg_ns\": %.0f, \"stddev_ns\": %.0f, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"samples_ns\": [",
-               r->ubatch, r->threads, r->n_prompt, r->n_gen, r->n_prompt && !r->np ? "pp" : "tg",
+               r->ubatch, r->threads, r->n_prompt, r->n_gen, r->depth, r->n_prompt && !r->np ? "pp" : "tg",
                r->n_prompt && !r->np ? r->n_prompt : r->n_gen,
                r->avg_ns, r->sd_ns, r->avg, r->sd);
         for (int k = 0; k < r->n_samples; k++) printf("%s%.0f", k ? ", " : "", r->samples_ns[k]);
@@ -254,13 +261,32 @@ static void json_all(const model_desc *d, const char *const *paths, const result
     fflush(stdout);
 }
 
-/* one timed run: seconds spent in g4_session_eval, or < 0 on error */
-static double run_once(g4_session *s, const g4_model *m, long n_prompt, long n_gen, int32_t *toks, uint64_t *rng) {
-    const int32_t nv = g4_model_n_vocab(m), bos = g4_model_token_bos(m);
+/* Brings s to `depth` random tokens in the cache: truncates when it holds them already,
+ * else prefills (untimed). *have = the depth s holds. 0 on error. */
+static int at_depth(g4_session *s, const g4_model *m, long depth, long *have, int32_t *toks, uint64_t seed) {
+    if (*have == depth && g4_session_truncate(s, (int32_t)depth) == (int32_t)depth) return 1;
     g4_session_reset(s);
+    *have = 0;
+    if (depth > 0) {
+        const int32_t nv = g4_model_n_vocab(m), bos = g4_model_token_bos(m);
+        uint64_t rng = seed ^ 0x5eedd0u;
+        for (long i = 0; i < depth; i++) toks[i] = (int32_t)(rng_next(&rng) % (uint64_t)nv);
+        if (bos >= 0) toks[0] = bos;
+        if (g4_session_eval(s, toks, (size_t)depth) != G4_OK) return 0;
+    }
+    *have = depth;
+    return 1;
+}
+
+/* one timed run after `depth` cached tokens: seconds spent in the test's g4_session_eval
+ * calls, or < 0 on error */
+static double run_once(g4_session *s, const g4_model *m, long depth, long *have, long n_prompt, long n_gen, int32_t *toks,
+                       uint64_t *rng, uint64_t seed) {
+    const int32_t nv = g4_model_n_vocab(m), bos = g4_model_token_bos(m);
+    if (!at_depth(s, m, depth, have, toks, seed)) return -1;
     long n = n_prompt ? n_prompt : n_gen;
     for (long i = 0; i < n; i++) toks[i] = (int32_t)(rng_next(rng) % (uint64_t)nv);
-    if (bos >= 0) toks[0] = bos;
+    if (bos >= 0 && depth == 0) toks[0] = bos;
     double t0 = progress_now();
     if (n_prompt) {
         if (g4_session_eval(s, toks, (size_t)n_prompt) != G4_OK) return -1;
@@ -274,8 +300,9 @@ static double run_once(g4_session *s, const g4_model *m, long n_prompt, long n_g
 int cmd_bench(int argc, char **argv) {
     const char *models[MAX_MODELS];
     int n_models = 0, json = 0, warmup = 1, verbose = 0;
-    long th[MAX_LIST], pp[MAX_LIST], tg[MAX_LIST], ub[MAX_LIST], npl[MAX_LIST], reps = 5;
-    int n_th = 0, n_pp = 1, n_tg = 1, n_ub = 1, n_np = 0, have_pp = 0, have_tg = 0;
+    long th[MAX_LIST], pp[MAX_LIST], tg[MAX_LIST], ub[MAX_LIST], npl[MAX_LIST], dep[MAX_LIST], reps = 5;
+    int n_th = 0, n_pp = 1, n_tg = 1, n_ub = 1, n_np = 0, have_pp = 0, have_tg = 0, n_dep = 1;
+    dep[0] = 0;
     pp[0] = 512; tg[0] = 128; ub[0] = 512;
     const char *cache = NULL;
     unsigned long long seed = 1;
@@ -301,6 +328,7 @@ int cmd_bench(int argc, char **argv) {
             if (!parse_list(a, v, 0, 1 << 20, tg, &n_tg)) return 2;
             have_tg = 1;
         }
+        else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) { NEED(); if (!parse_list(a, v, 0, 1 << 20, dep, &n_dep)) return 2; }
         else if (!strcmp(a, "-np") || !strcmp(a, "-npl") || !strcmp(a, "--n-parallel")) {
             NEED();
             if (!parse_list(a, v, 1, G4_BATCH_MAX_SEQ, npl, &n_np)) return 2;
@@ -354,8 +382,11 @@ int cmd_bench(int argc, char **argv) {
         for (int i = 0; i < n_pp; i++) { if (pp[i] > max_tok) max_tok = pp[i]; if (pp[i] > 0) n_tests++; }
         for (int i = 0; i < n_tg; i++) { if (tg[i] > max_tok) max_tok = tg[i]; if (tg[i] > 0) n_tests++; }
         if (n_tests == 0) { fprintf(stderr, "g4 bench: nothing to run (-p and -n are all 0)\n"); return 2; }
-        n_tests *= n_th * n_ub * n_models;
+        n_tests *= n_th * n_ub * n_models * n_dep;
     }
+    long max_dep = 0;
+    for (int i = 0; i < n_dep; i++) if (dep[i] > max_dep) max_dep = dep[i];
+    if (n_np && max_dep) { fprintf(stderr, "g4 bench: -d is not supported with -np\n"); return 2; }
     if (max_tok > (1 << 20)) { fprintf(stderr, "g4 bench: -p + -n is above 2^20 tokens\n"); return 2; }
     for (int i = 0; i < n_models; i++) {
         struct stat sb;
@@ -365,7 +396,7 @@ int cmd_bench(int argc, char **argv) {
     int rc = 0, log_level = verbose ? G4_LOG_INFO : G4_LOG_WARN;
     char err[512];
     result *res = calloc((size_t)n_tests, sizeof *res);
-    int32_t *toks = malloc((size_t)max_tok * sizeof *toks);
+    int32_t *toks = malloc((size_t)(max_tok > max_dep ? max_tok : max_dep) * sizeof *toks);
     model_desc desc[MAX_MODELS];
     const char *kernels[MAX_MODELS] = {0};
     char kern_names[MAX_MODELS][32];
@@ -467,7 +498,7 @@ int cmd_bench(int argc, char **argv) {
             }
             for (int ui = 0; ui < n_ub && !n_np && !g_int && rc == 0; ui++) {
                 g4_session_opts so = {0};
-                so.n_ctx = (int32_t)max_tok;
+                so.n_ctx = (int32_t)(max_tok + max_dep);
                 so.n_ubatch = (int32_t)ub[ui];
                 so.cache_type = !cache || !strcmp(cache, "f16") ? G4_CACHE_F16 : !strcmp(cache, "f32") ? G4_CACHE_F32 : G4_CACHE_Q8_0;
                 g4_session *s = NULL;
@@ -476,6 +507,8 @@ int cmd_bench(int argc, char **argv) {
                     rc = 1;
                     break;
                 }
+                long have = -1; /* depth the session holds */
+                for (int di = 0; di < n_dep && !g_int && rc == 0; di++)
                 for (int kind = 0; kind < 2 && !g_int && rc == 0; kind++) {
                     const long *list = kind == 0 ? pp : tg;
                     const int nl = kind == 0 ? n_pp : n_tg;
@@ -488,11 +521,12 @@ int cmd_bench(int argc, char **argv) {
                         r->ubatch = ub[ui];
                         r->n_prompt = kind == 0 ? list[li] : 0;
                         r->n_gen = kind == 1 ? list[li] : 0;
+                        r->depth = dep[di];
                         uint64_t rng = seed;
                         char detail[96];
-                        snprintf(detail, sizeof detail, "%s%ld t=%ld", kind ? "tg" : "pp", list[li], th[ti]);
+                        snprintf(detail, sizeof detail, "%s%ld d%ld t=%ld", kind ? "tg" : "pp", list[li], dep[di], th[ti]);
                         for (long k = -warmup; k < reps && !g_int; k++) {
-                            double dt = run_once(s, m, r->n_prompt, r->n_gen, toks, &rng);
+                            double dt = run_once(s, m, r->depth, &have, r->n_prompt, r->n_gen, toks, &rng, seed);
                             if (dt < 0) {
                                 fprintf(stderr, "g4 bench: %s\n", g4_session_errmsg(s));
                                 rc = 1;
