@@ -108,6 +108,8 @@ G4_INTERNAL void     work_bind(g4_work *w, const g4_model *m, uint8_t *base, con
 
 /* ==== Session ==== */
 
+#define G4_ATTN_TILE 16 /* most rows of one attention job (attention.c) */
+
 struct g4_session {
     g4_model *m;
     int32_t   n_ctx;        /* positions the session can hold */
@@ -124,12 +126,15 @@ struct g4_session {
 
     g4_kv_slot *kv;         /* [cfg.n_kv_owner], indexed by g4_layer.kv_slot */
 
-    /* per-thread attention scratch, for up to G = max n_head/n_head_kv query heads */
-    uint8_t *attn_ws;       /* [n_threads][attn_ws_bytes]: kq [G][n_cells_max] f32 at 0,    */
-    size_t   attn_ws_bytes; /*   p [G] rows in V's dot type at ws_pq, q [G] rows in K's dot  */
-    size_t   ws_pq, ws_qq, ws_o; /* type at ws_qq, [head_dim_max] f32 at ws_o               */
-    size_t   ws_v;          /* [head_dim_max][ws_v_cells] V hull copy (attention.c v_hull)  */
+    /* per-thread attention scratch of one job (attention.c): up to G4_ATTN_TILE rows x G =
+     * max n_head/n_head_kv query heads */
+    uint8_t *attn_ws;       /* [n_threads][attn_ws_bytes]: kq [ws_kq_cap] f32 at 0, p rows  */
+    size_t   attn_ws_bytes; /*   in V's dot type at ws_pq, [ws_q_cap] q rows in K's dot    */
+    size_t   ws_pq, ws_qq, ws_o; /* type at ws_qq, [ws_q_cap + 1][head_dim_max] f32 at ws_o  */
+    size_t   ws_v;          /* [head_dim_max][ws_v_cells] V hull copy (attention.c job_v)   */
     int32_t  ws_v_cells;    /* 0 when every ring holds every hull                           */
+    int64_t  ws_kq_cap;     /* floats of kq: a job's rows x heads x hull cells              */
+    int32_t  ws_q_cap;      /* a job's rows x heads                                        */
     int32_t  n_cells_max;   /* largest n_cells of any slot + 64: bound of a window's hull   */
     float   *logits;        /* [n_logit_rows][n_vocab] after the soft-cap                   */
     int32_t  n_logit_rows;  /* capacity: n_logits option (n_ubatch with logits_all, else 1)  */

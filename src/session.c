@@ -107,16 +107,24 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     /* the rows scratch of g4_session_eval; its logits are the session's */
     g4_work_plan wp;
     work_plan(&p, m, o.batch_only ? 0 : n_ub, n_logit_rows, &wp);
-    /* per-thread attention scratch, for the query heads of one KV head, over the 32-aligned
-     * hull of a window (at most n_cells + 62 cells, attention.c attn_window):
-     * kq [gqa][hull] | p [gqa] rows (V dot type) | q [gqa] rows (K dot type) | o [hd] |
-     * V hull copy [hd][v_hull_max] (small rings only) */
+    /* per-thread attention scratch of one job (attention.c: up to ATTN_TILE rows x the G
+     * query heads of a KV head, over the 32-aligned hull of their windows' union; a lone
+     * row's hull is at most n_cells + 62 cells):
+     * kq [kq_cap] f32 | p rows (V dot type) | q [q_cap] rows (K dot type) | o [q_cap + 1][hd] |
+     * V hull copy [hd][v_cells] (small rings only) */
     n_cells_max += 64;
+    const int64_t win = c->n_swa < n_ctx ? c->n_swa : n_ctx;
+    int64_t kq_cap = win + G4_ATTN_TILE + 64;
+    kq_cap *= G4_ATTN_TILE;
+    if (kq_cap < n_cells_max) kq_cap = n_cells_max;
+    kq_cap *= gqa_max;
+    const int64_t q_cap = (int64_t)G4_ATTN_TILE * gqa_max;
+    if (v_hull_max) v_hull_max += G4_ATTN_TILE;
     g4_plan w = {0, 0};
-    plan_take(&w, (uint64_t)gqa_max * (uint64_t)n_cells_max, 4);
-    const uint64_t ws_pq = plan_take(&w, (uint64_t)gqa_max, kern_act_row_bytes(kdt, n_cells_max));
-    const uint64_t ws_qq = plan_take(&w, (uint64_t)gqa_max, kern_act_row_bytes(kdt, hd_max));
-    const uint64_t ws_o = plan_take(&w, (uint64_t)hd_max, 4);
+    plan_take(&w, (uint64_t)kq_cap, 4);
+    const uint64_t ws_pq = plan_take(&w, (uint64_t)kq_cap, kdt == G4_TYPE_F16 ? 2 : 4);
+    const uint64_t ws_qq = plan_take(&w, (uint64_t)q_cap, kern_act_row_bytes(kdt, hd_max));
+    const uint64_t ws_o = plan_take(&w, (uint64_t)(q_cap + 1) * (uint64_t)hd_max, 4);
     const uint64_t ws_v = plan_take(&w, (uint64_t)hd_max * (uint64_t)v_hull_max, 4);
     plan_take(&w, 0, 1); /* round the per-thread block up to the alignment */
     uint64_t off_ws = plan_take(&p, (uint64_t)n_threads, w.off);
@@ -160,6 +168,8 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     s->ws_o = (size_t)ws_o;
     s->ws_v = (size_t)ws_v;
     s->ws_v_cells = v_hull_max;
+    s->ws_kq_cap = kq_cap;
+    s->ws_q_cap = (int32_t)q_cap;
     s->n_cells_max = n_cells_max;
     s->swa_cells = swa_cells;
     s->logits = s->work.logits;
