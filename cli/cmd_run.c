@@ -226,8 +226,12 @@ int cmd_run(int argc, char **argv) {
         g4_session_memory(s, &kv, &scratch);
         fprintf(stderr, "g4 run: kernels %s, %d threads, n_ctx %d, load %.2f s\n", g4_model_kernels(m),
                 g4_model_n_threads(m), (int)g4_session_n_ctx(s), t_load);
-        fprintf(stderr, "g4 run: memory: weights %.1f MiB mapped, KV cache %.2f MiB (%s), scratch %.2f MiB\n",
-                wmb, (double)kv / 1048576.0, o.cache ? o.cache : "f16", (double)scratch / 1048576.0);
+        size_t per_pos = 0, rings = 0;
+        g4_session_kv_split(s, &per_pos, &rings);
+        fprintf(stderr, "g4 run: memory: weights %.1f MiB mapped, KV cache %.2f MiB (%s: %zu bytes per position of context "
+                "in the full-attention layers, %.2f MiB of sliding-window rings), scratch %.2f MiB\n",
+                wmb, (double)kv / 1048576.0, o.cache ? o.cache : "f16", per_pos, (double)rings / 1048576.0,
+                (double)scratch / 1048576.0);
         fprintf(stderr, "g4 run: prompt %zu tokens\n", n_prompt);
     }
 

@@ -157,6 +157,10 @@ G4_API int32_t      g4_session_n_ctx(const g4_session *s);
 G4_API const char  *g4_session_errmsg(const g4_session *s);        /* last error, "" if none */
 /* Memory plan of the session: bytes of KV cache and of scratch buffers. */
 G4_API void         g4_session_memory(const g4_session *s, size_t *kv_bytes, size_t *scratch_bytes);
+/* The KV cache split: bytes per position of context (the full-attention layers that own a
+ * cache: they hold every position) and bytes that do not grow with n_ctx (the sliding
+ * layers' rings of window + n_ubatch - 1 positions). */
+G4_API void         g4_session_kv_split(const g4_session *s, size_t *per_position, size_t *rings);
 
 /* Forgets positions >= n_keep (prefix reuse: keep a shared prefix, evaluate what changed).
  * Returns the new n_past: min(n_keep, n_past) when the sliding-window layers still hold

@@ -258,6 +258,18 @@ int32_t g4_session_n_past(const g4_session *s) { return s ? s->n_past : 0; }
 int32_t g4_session_n_ctx(const g4_session *s) { return s ? s->n_ctx : 0; }
 const char *g4_session_errmsg(const g4_session *s) { return s ? s->err : "session is NULL"; }
 
+void g4_session_kv_split(const g4_session *s, size_t *per_position, size_t *rings) {
+    size_t pp = 0, rg = 0;
+    for (int i = 0; s && i < s->m->cfg.n_kv_owner; i++) {
+        const g4_kv_slot *kv = &s->kv[i];
+        const size_t row = 2 * (size_t)kv->n_head_kv * kv->k_row_bytes; /* K and V of one position */
+        if (kv->swa) rg += row * (size_t)kv->n_rows;
+        else pp += row;
+    }
+    if (per_position) *per_position = pp;
+    if (rings) *rings = rg;
+}
+
 void g4_session_memory(const g4_session *s, size_t *kv_bytes, size_t *scratch_bytes) {
     if (kv_bytes) *kv_bytes = s ? s->kv_bytes : 0;
     if (scratch_bytes) *scratch_bytes = s ? s->scratch_bytes : 0;
