@@ -355,9 +355,10 @@ static void attn_rows(const attn_ctx *c, int t, int g, int h0, int nq, int threa
     for (int j = 0; j < nq; j++) kern->quantize_act[kdt](q + (size_t)j * (size_t)hd, qq + (size_t)j * qq_rb, hd);
     /* llama.cpp's kq = mul_mat(k, q), one product per (head, sequence) over that sequence's
      * tokens in the ubatch: with an F32 K cache q is permuted, so always ggml's one-column
-     * vec_dot order; with F16 K its tinyBLAS when the sequence has >= 2 tokens there */
+     * vec_dot order; with F16 K its tinyBLAS when the sequence has >= 2 tokens there (that
+     * op's rows are llama.cpp's n_kv cells, a multiple of 256: llama-kv-cache.cpp get_n_kv) */
     g4_matmul_fn kq_fn = kern->matmul[s->kv_type];
-    if (s->kv_type == G4_TYPE_F16 && kern->matmul_grp[G4_TYPE_F16] && kern_grp_col(G4_TYPE_F16, seq_n, 0, hd, w.n))
+    if (s->kv_type == G4_TYPE_F16 && kern->matmul_grp[G4_TYPE_F16] && kern_grp_col(G4_TYPE_F16, seq_n, 0, hd, 256))
         kq_fn = kern->matmul_grp[G4_TYPE_F16];
     kq_fn(kq + off, nw, kg, kv->k_row_bytes, qq, qq_rb, hd, 0, w.n, nq);
 
