@@ -366,10 +366,11 @@ static void job_kq(const attn_job *j, const g4_kern *kern, int64_t c_a, int64_t 
     const g4_kv_slot *kv = j->kv;
     /* llama.cpp's kq = mul_mat(k, q), one product per (head, sequence) over that sequence's
      * tokens in the ubatch: with an F32 K cache q is permuted, so always ggml's one-column
-     * vec_dot order; with F16 K its tinyBLAS when the sequence has >= 2 tokens there. Each
-     * score is its own dot product whatever else the call computes. */
+     * vec_dot order; with F16 K its tinyBLAS when the sequence has >= 2 tokens there (that
+     * op's rows are llama.cpp's n_kv cells, a multiple of 256: llama-kv-cache.cpp get_n_kv).
+     * Each score is its own dot product whatever else the call computes. */
     g4_matmul_fn kq_fn = kern->matmul[s->kv_type];
-    if (s->kv_type == G4_TYPE_F16 && kern->matmul_grp[G4_TYPE_F16] && kern_grp_col(G4_TYPE_F16, j->seq_n, 0, j->hd, 0))
+    if (s->kv_type == G4_TYPE_F16 && kern->matmul_grp[G4_TYPE_F16] && kern_grp_col(G4_TYPE_F16, j->seq_n, 0, j->hd, 256))
         kq_fn = kern->matmul_grp[G4_TYPE_F16];
     const uint8_t *kg = kv->k + ((size_t)j->g * (size_t)kv->n_rows + (size_t)j->c0) * kv->k_row_bytes; /* position lo */
     kq_fn(j->kq + (j->lo - j->A), (size_t)j->NW, kg, kv->k_row_bytes, j->qq, j->qq_rb, j->hd, c_a, c_b, j->R * j->G);

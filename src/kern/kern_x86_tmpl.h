@@ -85,13 +85,25 @@ KINLINE __m256 ld_bf16(const uint8_t *p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(ld128(p)), 16));
 }
 
+/* The last step of a one-column float dot, 4 lanes to 1: ggml_vec_dot_f32 / _f16 reduce
+ * with two hadds, (l0+l1)+(l2+l3); ggml_vec_dot_bf16 with movehl + movehdup, (l0+l2)+(l1+l3). */
+KINLINE float red4_hadd(__m128 t0) {
+    const __m128 t1 = _mm_hadd_ps(t0, t0);
+    return _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
+}
+KINLINE float red4_shuf(__m128 t0) {
+    const __m128 t1 = _mm_add_ps(t0, _mm_movehl_ps(t0, t0));
+    return _mm_cvtss_f32(_mm_add_ss(t1, _mm_movehdup_ps(t1)));
+}
+
 /* Two float orders, as llama.cpp's AVX2 build multiplies F32/F16/BF16 weights:
- *  dot_<t>    (one activation column: ggml_vec_dot_f32 / _f16): 4 x 8 FMA lanes over steps
- *             of 32, reduced (s0+s2, s1+s3, then s0+s1, low+high 128, hadd, hadd); the n % 32
+ *  dot_<t>    (one activation column: ggml_vec_dot_f32 / _f16 / _bf16): 4 x 8 FMA lanes over
+ *             steps of 32 (the bf16 one's mul + add contracted to FMA by GCC in llama.cpp's
+ *             build), reduced (s0+s2, s1+s3, then s0+s1, low+high 128, then RED4); the n % 32
  *             tail added one product at a time (F32 in f32, F16/BF16 in double, as ggml);
  *  dot_<t>_tb (two or more columns: llamafile's tinyBLAS): one 8-lane FMA chain over k, then
  *             hsum_ps; tinyBLAS needs k % 8 == 0, else llama.cpp falls back to the first. */
-#define DEF_DOT_FLOAT(tname, esz, LD, TOF, TAILT)                                                   \
+#define DEF_DOT_FLOAT(tname, esz, LD, TOF, TAILT, RED4)                                             \
     KINLINE void dot_##tname(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,      \
                              int64_t n, const int T, float *restrict out) {                          \
         KUNROLL                                                                                       \
@@ -108,8 +120,7 @@ KINLINE __m256 ld_bf16(const uint8_t *p) {
             s4[1] = _mm256_add_ps(s4[1], s4[3]);                                                      \
             s4[0] = _mm256_add_ps(s4[0], s4[1]);                                                      \
             const __m128 t0 = _mm_add_ps(_mm256_castps256_ps128(s4[0]), _mm256_extractf128_ps(s4[0], 1)); \
-            const __m128 t1 = _mm_hadd_ps(t0, t0);                                                    \
-            TAILT sf = (TAILT)_mm_cvtss_f32(_mm_hadd_ps(t1, t1));                                     \
+            TAILT sf = (TAILT)RED4(t0);                                                               \
             for (int64_t i = np; i < n; i++) {                                                        \
                 const float pr = TOF(w + i * esz) * TOF(xt + i * esz);                                \
                 sf = sf + (TAILT)pr;                                                                  \
@@ -134,9 +145,9 @@ KINLINE __m256 ld_bf16(const uint8_t *p) {
 KINLINE float tof_f32(const uint8_t *p) { return rdf(p); }
 KINLINE float tof_f16(const uint8_t *p) { return h2f(p); }
 KINLINE float tof_bf16(const uint8_t *p) { return g4_bf16_to_f32(quant_rd16(p)); }
-DEF_DOT_FLOAT(f32, 4, ld_f32, tof_f32, float)
-DEF_DOT_FLOAT(f16, 2, ld_f16, tof_f16, double)
-DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16, double)
+DEF_DOT_FLOAT(f32, 4, ld_f32, tof_f32, float, red4_hadd)
+DEF_DOT_FLOAT(f16, 2, ld_f16, tof_f16, double, red4_hadd)
+DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16, double, red4_shuf)
 
 /* 32-element blocks with Q8_0 activations: signed codes s (32 x i8) via the sign trick,
  * |s| x sign(a, s) as u8 x s8 (|s| <= 128 so pairs stay below 2^15). */
