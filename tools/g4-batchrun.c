@@ -15,7 +15,7 @@
 #include "g4.h"
 
 #define MAX_SEQ 64
-#define MAX_TOK 4096
+#define MAX_TOK 8192
 
 static int argmax(const float *x, int n) {
     int b = 0;
@@ -54,13 +54,13 @@ int main(int argc, char **argv) {
     const int V = g4_model_n_vocab(m);
     FILE *sf = fopen(sched, "r"), *lf = fopen(out, "wb");
     if (!sf || !lf) return die("cannot open the schedule or the output", NULL);
-    char line[1 << 16];
+    static char line[1 << 17];
     int n_seq = 0;
     if (!fgets(line, sizeof line, sf) || sscanf(line, "seqs %d", &n_seq) != 1 || n_seq < 1 || n_seq > MAX_SEQ)
         return die("the schedule must start with 'seqs N'", NULL);
     g4_session *s[MAX_SEQ];
     g4_session_opts so = {0};
-    so.n_ctx = 2048;
+    so.n_ctx = 8192;
     so.n_ubatch = sub;
     so.cache_type = cache;
     for (int q = 0; q < n_seq; q++)

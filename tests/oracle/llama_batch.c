@@ -27,7 +27,7 @@
 #include "llama.h"
 
 #define MAX_SEQ 64
-#define MAX_TOK 4096
+#define MAX_TOK 8192
 
 static int argmax(const float *x, int n) {
     int b = 0;
@@ -62,12 +62,12 @@ int main(int argc, char **argv) {
     const struct llama_vocab *vocab = llama_model_get_vocab(model);
     const int n_vocab = llama_vocab_n_tokens(vocab);
 
-    char line[1 << 16];
+    static char line[1 << 17];
     int n_seq = 0;
     if (!fgets(line, sizeof line, sf) || sscanf(line, "seqs %d", &n_seq) != 1 || n_seq < 1 || n_seq > MAX_SEQ)
         die("the schedule must start with 'seqs N'");
     struct llama_context_params cp = llama_context_default_params();
-    cp.n_ctx = 2048u * (uint32_t)n_seq;
+    cp.n_ctx = 8192u * (uint32_t)n_seq;
     cp.n_batch = cp.n_ubatch = MAX_TOK;
     cp.n_seq_max = (uint32_t)n_seq;
     cp.kv_unified = false;

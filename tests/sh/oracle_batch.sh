@@ -113,6 +113,13 @@ run iq4_xs   f32 s5 $D256 --type iq4_xs
 run no_ple   f32 s5 --ple 0 --shared 0
 run gqa_kv   f16 s3 --heads 4 --kv-heads 2 --kv-heads-full 1 --ff-shared 256
 run k_eq_v   f32 s5 --k-eq-v --untied
+# deep: a 4,200-token prompt next to a 300-token one, then decoding together past position
+# 4,096 (the full layers attend to every cell; with 2 threads g4 spreads each phase of the
+# decode step over the pool)
+awk 'BEGIN { s = 5; printf "seqs 2\neval 0:2"; for (i = 1; i < 4200; i++) { s = (s * 48271) % 2147483647;
+     printf ",%d", 16 + s % 480 } printf " 1:2"; for (i = 1; i < 300; i++) { s = (s * 48271) % 2147483647;
+     printf ",%d", 16 + s % 480 } print "\ngen 4" }' >"$tmp/sdeep"
+run deep     f16 sdeep --ctx 8192
 # an LM head of 510 rows (tinyBLAS needs rows % 4 == 0: llama.cpp takes vec_dot for every
 # column), tied F32 and untied F16, over 5 sequences
 run v510     f32 s5 --vocab 510
