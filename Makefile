@@ -48,7 +48,7 @@ $(B)/obj/src/kern/kern_neon.o:   EXTRA = $(ISA_neon)
 # reference quantizers must not contract a*b+c into FMA (bit-exact with ggml's _ref)
 $(B)/obj/src/quant/%.o:          EXTRA = -ffp-contract=off
 
-.PHONY: all lib cli test asan ubsan tsan debug native fuzz fuzz-tok fuzz-json fuzz-http bench bench-model bench-vs-llama demo install uninstall clean help \
+.PHONY: all lib cli test asan ubsan tsan debug native fuzz fuzz-tok fuzz-state fuzz-json fuzz-http bench bench-model bench-vs-llama demo install uninstall clean help \
         test-deps examples tools
 
 all: $(B)/g4 $(B)/libg4.a $(B)/libg4.so $(B)/g4-test $(B)/simple $(TOOLS)
@@ -161,6 +161,18 @@ fuzz-tok:
 	@mkdir -p $(B)/fuzz/work-tok tests/fuzz/corpus-tok
 	$(B)/fuzz/fuzz_tok -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 -max_len=4096 -timeout=10 \
 	    -artifact_prefix=tests/fuzz/corpus-tok/ $(B)/fuzz/work-tok tests/fuzz/corpus-tok
+
+# saved session state (g4_session_load's reader) on a tiny fixed model; the seed is a valid
+# state written by the target itself (crashers: tests/fuzz/corpus-state, replayed by g4-test batch)
+fuzz-state:
+	$(MAKE) B=$(B)/fuzz CC=clang CFLAGS="-g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+	        LDFLAGS="$(FUZZ_SAN)" $(B)/fuzz/libg4.a
+	clang $(CSTD) -D_GNU_SOURCE -DG4_BUILD -Iinclude -Isrc -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) \
+	    -o $(B)/fuzz/fuzz_state tests/fuzz/fuzz_state.c $(B)/fuzz/libg4.a -lm -lpthread
+	@mkdir -p $(B)/fuzz/work-state $(B)/fuzz/seeds-state tests/fuzz/corpus-state
+	G4_FUZZ_SEED_DIR=$(B)/fuzz/seeds-state $(B)/fuzz/fuzz_state -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 \
+	    -max_len=65536 -timeout=10 -artifact_prefix=tests/fuzz/corpus-state/ $(B)/fuzz/work-state \
+	    $(B)/fuzz/seeds-state tests/fuzz/corpus-state
 
 # the JSON reader and the HTTP request parser (crashers: tests/fuzz/corpus-json, corpus-http;
 # replayed by g4-test json / http)

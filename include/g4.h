@@ -178,14 +178,17 @@ G4_API int32_t      g4_session_truncate(g4_session *s, int32_t n_keep);
 typedef int (*g4_abort_fn)(void *ud);
 G4_API void         g4_session_set_abort(g4_session *s, g4_abort_fn fn, void *ud);
 
-/* Saved state (llama.cpp's --prompt-cache): the positions in use and their KV rows, bound to
- * the model file (its size and a hash of its tensor table) and the session's cache type.
- * Load checks everything before it changes anything: on any error (another model, another
- * cache type, a truncated, oversized or hostile file) the session is left as it was and
- * g4_session_errmsg says what is wrong. Logits are not saved: evaluate at least one token
- * after a load (e.g. truncate to n_past - 1 and re-evaluate the last token). */
-G4_API g4_status    g4_session_save(g4_session *s, const char *path);
-G4_API g4_status    g4_session_load(g4_session *s, const char *path);
+/* Saved state (llama.cpp's --prompt-cache, llama_state_save_file / load_file): the positions
+ * in use and their KV rows, and optionally the token ids at those positions (n_tokens 0, or
+ * n_past ids), bound to the model file (its size and a hash of its tensor table and sampled
+ * weights) and the session's cache type. Load checks everything before it changes anything:
+ * on any error (another model, another cache type, a truncated, oversized or hostile file,
+ * G4_ERR_BUFFER when cap is too small, *n_tokens then the count needed) the session is left as
+ * it was and g4_session_errmsg says what is wrong; on success *n_tokens ids are in tokens
+ * (tokens may be NULL when the file holds none). Logits are not saved: evaluate at least one
+ * token after a load (e.g. truncate to n_past - 1 and evaluate the last token again). */
+G4_API g4_status    g4_session_save(g4_session *s, const char *path, const int32_t *tokens, size_t n_tokens);
+G4_API g4_status    g4_session_load(g4_session *s, const char *path, int32_t *tokens, size_t cap, size_t *n_tokens);
 
 /* ==== Many sessions at once ==== */
 

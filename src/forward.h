@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "g4_impl.h"
 #include "quant/quant.h"
@@ -169,6 +170,10 @@ G4_INTERNAL g4_status session_check(const g4_session *s, const int32_t *tok, siz
 /* Forgets positions >= n_keep (n_keep <= n_past); returns the new n_past: n_keep when every
  * sliding ring still holds the window continuing there needs, else 0. */
 G4_INTERNAL int32_t session_rollback(g4_session *s, int32_t n_keep);
+/* g4_session_load from an open stream (state.c; fuzzing reads from memory); path names it
+ * in messages. Does not close f. */
+G4_INTERNAL g4_status state_load_fp(g4_session *s, FILE *f, const char *path, int32_t *tokens, size_t cap,
+                                    size_t *n_tokens);
 /* The lowest position whose sliding-ring entries are still intact (eval.c). */
 G4_INTERNAL int64_t session_ring_lo(const g4_session *s);
 

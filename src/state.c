@@ -6,9 +6,10 @@
  *     0  "G4ST"                  8  u64 model file size    16  u64 model hash (model_hash)
  *     4  u32 version (1)        24  u32 cache type (ggml)  28  u32 KV slots
  *    32  u32 n_past             36  u32 ring_lo: first position of the sliding slots
- *    40  u32 sliding window     44  u32 0                  48  u64 payload bytes
- *    56  u64 payload FNV-1a 64
+ *    40  u32 sliding window     44  u32 n_tokens (0 or n_past) 48  u64 payload bytes
+ *    56  u64 FNV-1a 64 of the tokens and the payload
  *   slots, 16 bytes each: u32 head_dim, u32 n_head_kv, u32 sliding (0/1), u32 row bytes
+ *   tokens: n_tokens x i32, the ids at positions 0 .. n_past-1 (what the caller gave)
  *   payload: slot by slot, position by position (full slots [0, n_past), sliding slots
  *     [ring_lo, n_past)), KV head by KV head: the K row then the V row (row bytes each; a
  *     transposed V cache is gathered into a row)
@@ -107,11 +108,16 @@ static g4_status serr(g4_session *s, g4_status st, const char *fmt, ...) {
     return st;
 }
 
-g4_status g4_session_save(g4_session *s, const char *path) {
+g4_status g4_session_save(g4_session *s, const char *path, const int32_t *tokens, size_t n_tokens) {
     if (!s) return G4_ERR_ARG;
     s->err[0] = '\0';
     if (!path) return serr(s, G4_ERR_ARG, "save: path is NULL");
     const g4_model *m = s->m;
+    if (n_tokens && (n_tokens != (size_t)s->n_past || !tokens))
+        return serr(s, G4_ERR_ARG, "save: %zu tokens given, the session holds %d positions (give 0 or all)", n_tokens, (int)s->n_past);
+    for (size_t i = 0; i < n_tokens; i++)
+        if (tokens[i] < 0 || tokens[i] >= m->cfg.n_vocab)
+            return serr(s, G4_ERR_ARG, "save: token %d at index %zu is outside [0, %d)", (int)tokens[i], i, (int)m->cfg.n_vocab);
     /* the sliding rings' intact positions, at most what a ring holds */
     int64_t ring_lo = session_ring_lo(s);
     if (ring_lo < 0) ring_lo = 0;
@@ -126,9 +132,15 @@ g4_status g4_session_save(g4_session *s, const char *path) {
     put32(hdr + 32, (uint32_t)s->n_past);
     put32(hdr + 36, (uint32_t)ring_lo);
     put32(hdr + 40, (uint32_t)m->cfg.n_swa);
+    put32(hdr + 44, (uint32_t)n_tokens);
     put64(hdr + 48, payload_bytes(s, s->n_past, ring_lo));
     uint64_t h = FNV0;
     uint8_t rec[ST_BUF]; /* one record: 2 rows of head_dim <= MAX_HEAD_DIM f32 */
+    for (size_t i = 0; i < n_tokens; i++) {
+        uint8_t tb[4];
+        put32(tb, (uint32_t)tokens[i]);
+        h = fnv(h, tb, 4);
+    }
     for (int i = 0; i < m->cfg.n_kv_owner; i++) {
         const g4_kv_slot *kv = &s->kv[i];
         G4_ASSERT(2 * kv->k_row_bytes <= sizeof rec);
@@ -151,6 +163,11 @@ g4_status g4_session_save(g4_session *s, const char *path) {
         put32(sl + 12, (uint32_t)kv->k_row_bytes);
         ok = fwrite(sl, 1, ST_SLOT, f) == ST_SLOT;
     }
+    for (size_t i = 0; ok && i < n_tokens; i++) {
+        uint8_t tb[4];
+        put32(tb, (uint32_t)tokens[i]);
+        ok = fwrite(tb, 1, 4, f) == 4;
+    }
     for (int i = 0; ok && i < m->cfg.n_kv_owner; i++) {
         const g4_kv_slot *kv = &s->kv[i];
         for (int64_t p = slot_lo(kv, ring_lo); ok && p < s->n_past; p++)
@@ -170,20 +187,28 @@ g4_status g4_session_save(g4_session *s, const char *path) {
 /* reads exactly n bytes; 0 at a short read */
 static int rd(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
 
-g4_status g4_session_load(g4_session *s, const char *path) {
+g4_status g4_session_load(g4_session *s, const char *path, int32_t *tokens, size_t cap, size_t *n_tokens) {
     if (!s) return G4_ERR_ARG;
     s->err[0] = '\0';
+    if (n_tokens) *n_tokens = 0;
     if (!path) return serr(s, G4_ERR_ARG, "load: path is NULL");
-    const g4_model *m = s->m;
     FILE *f = fopen(path, "rb");
     if (!f) return serr(s, G4_ERR_IO, "load: %s: %s", path, strerror(errno));
+    g4_status st = state_load_fp(s, f, path, tokens, cap, n_tokens);
+    fclose(f);
+    return st;
+}
+
+g4_status state_load_fp(g4_session *s, FILE *f, const char *path, int32_t *tokens, size_t cap, size_t *n_tokens) {
+    const g4_model *m = s->m;
     g4_status st = G4_OK;
+    s->err[0] = '\0';
+    if (n_tokens) *n_tokens = 0;
     uint8_t hdr[ST_HDR];
 #define BAD(...) do { st = serr(s, G4_ERR_FORMAT, __VA_ARGS__); goto done; } while (0)
     if (!rd(f, hdr, ST_HDR)) BAD("load: %s: shorter than the %u-byte header", path, ST_HDR);
     if (memcmp(hdr, ST_MAGIC, 4) != 0) BAD("load: %s: not a gemma4.c state file (magic)", path);
     if (get32(hdr + 4) != ST_VERSION) BAD("load: %s: version %u, expected %u", path, get32(hdr + 4), ST_VERSION);
-    if (get32(hdr + 44) != 0) BAD("load: %s: reserved header field is %u, expected 0", path, get32(hdr + 44));
     if (get64(hdr + 8) != gguf_file_size(m->gguf) || get64(hdr + 16) != model_hash(m))
         BAD("load: %s: saved from another model (file size or tensor table differs)", path);
     if (get32(hdr + 24) != s->kv_type)
@@ -194,6 +219,13 @@ g4_status g4_session_load(g4_session *s, const char *path) {
     const uint32_t n_past = get32(hdr + 32), ring_lo = get32(hdr + 36);
     if (n_past > (uint32_t)s->n_ctx) BAD("load: %s: %u positions, the session holds n_ctx %d", path, n_past, (int)s->n_ctx);
     if (ring_lo > n_past) BAD("load: %s: sliding positions start at %u, after n_past %u", path, ring_lo, n_past);
+    const uint32_t n_tok = get32(hdr + 44);
+    if (n_tok != 0 && n_tok != n_past) BAD("load: %s: %u tokens for %u positions (expected 0 or all)", path, n_tok, n_past);
+    if (n_tok > cap || (n_tok && !tokens)) {
+        if (n_tokens) *n_tokens = n_tok;
+        st = serr(s, G4_ERR_BUFFER, "load: %s: holds %u tokens, the buffer takes %zu", path, n_tok, tokens ? cap : 0);
+        goto done;
+    }
     const int64_t need_lo = (int64_t)n_past - m->cfg.n_swa + 1;
     if (s->swa_cells > 0 && (int64_t)ring_lo > (need_lo > 0 ? need_lo : 0))
         BAD("load: %s: the sliding positions from %u do not cover the window of position %u", path, ring_lo, n_past);
@@ -208,10 +240,16 @@ g4_status g4_session_load(g4_session *s, const char *path) {
     const uint64_t pay = payload_bytes(s, n_past, ring_lo);
     if (get64(hdr + 48) != pay) BAD("load: %s: payload of %llu bytes, expected %llu", path,
                                     (unsigned long long)get64(hdr + 48), (unsigned long long)pay);
-    /* pass 1: the payload's checksum and exact length */
-    const long data_at = (long)(ST_HDR + ST_SLOT * (uint32_t)m->cfg.n_kv_owner);
+    /* pass 1: the tokens' and payload's checksum and exact length */
+    const long data_at = (long)(ST_HDR + ST_SLOT * (uint32_t)m->cfg.n_kv_owner + 4u * n_tok);
     uint8_t buf[ST_BUF];
     uint64_t h = FNV0, left = pay;
+    for (uint32_t i = 0; i < n_tok; i++) {
+        if (!rd(f, buf, 4)) BAD("load: %s: truncated in the tokens", path);
+        h = fnv(h, buf, 4);
+        const uint32_t t = get32(buf);
+        if (t >= (uint32_t)m->cfg.n_vocab) BAD("load: %s: token %u at index %u is outside [0, %d)", path, t, i, (int)m->cfg.n_vocab);
+    }
     while (left > 0) {
         const size_t n = left < sizeof buf ? (size_t)left : sizeof buf;
         if (!rd(f, buf, n)) BAD("load: %s: truncated: %llu payload bytes missing", path, (unsigned long long)left);
@@ -224,8 +262,13 @@ g4_status g4_session_load(g4_session *s, const char *path) {
     int64_t lo_keep = ring_lo;
     if (s->swa_cells > 0 && (int64_t)n_past - lo_keep > s->swa_cells) lo_keep = (int64_t)n_past - s->swa_cells;
     /* pass 2: copy (nothing above touched the session) */
-    if (fseek(f, data_at, SEEK_SET) != 0) BAD("load: %s: cannot seek", path);
+    if (fseek(f, data_at - 4L * (long)n_tok, SEEK_SET) != 0) BAD("load: %s: cannot seek", path);
     uint64_t h2 = FNV0;
+    for (uint32_t i = 0; i < n_tok; i++) {
+        if (!rd(f, buf, 4)) goto changed;
+        h2 = fnv(h2, buf, 4);
+        tokens[i] = (int32_t)get32(buf);
+    }
     for (int i = 0; i < m->cfg.n_kv_owner; i++) {
         const g4_kv_slot *kv = &s->kv[i];
         const size_t rb2 = 2 * kv->k_row_bytes;
@@ -242,12 +285,12 @@ g4_status g4_session_load(g4_session *s, const char *path) {
     s->swa_lo = (int32_t)lo_keep;
     s->swa_hi = (int32_t)n_past;
     s->n_logits = 0;
+    if (n_tokens) *n_tokens = n_tok;
     goto done;
 changed:
     g4_session_reset(s);
     st = serr(s, G4_ERR_IO, "load: %s: the file changed while it was read; the session was reset", path);
 done:
 #undef BAD
-    fclose(f);
     return st;
 }

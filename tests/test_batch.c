@@ -15,6 +15,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include "forward.h"
@@ -412,15 +413,20 @@ static void check_state(int cache) {
     /* a long prompt (the sliding rings wrap), saved, loaded into a fresh session: the next
      * tokens give the same bits */
     T_CHECK(g4_session_eval(a, LONG_P, 40) == G4_OK);
-    T_CHECKF(g4_session_save(a, path) == G4_OK, "save: %s", g4_session_errmsg(a));
+    T_CHECK(g4_session_save(a, path, LONG_P, 39) == G4_ERR_ARG); /* not n_past ids */
+    T_CHECKF(g4_session_save(a, path, LONG_P, 40) == G4_OK, "save: %s", g4_session_errmsg(a));
     T_CHECK(g4_session_eval(a, Q, 5) == G4_OK);
     memcpy(ref, g4_session_logits(a), lb);
-    T_CHECKF(g4_session_load(b, path) == G4_OK, "load: %s", g4_session_errmsg(b));
+    int32_t ids[64];
+    size_t n_ids = 0;
+    T_CHECK(g4_session_load(b, path, ids, 39, &n_ids) == G4_ERR_BUFFER && n_ids == 40 && g4_session_n_past(b) == 0);
+    T_CHECKF(g4_session_load(b, path, ids, 64, &n_ids) == G4_OK, "load: %s", g4_session_errmsg(b));
+    T_CHECK(n_ids == 40 && !memcmp(ids, LONG_P, sizeof(int32_t) * 40));
     T_CHECK(g4_session_n_past(b) == 40 && g4_session_logits(b) == NULL);
     T_CHECK(g4_session_eval(b, Q, 5) == G4_OK && !memcmp(ref, g4_session_logits(b), lb));
     /* loaded into a session with a smaller ring (n_ubatch 2): still the same */
     g4_session *c = t_sess(t.m, 64, 2, cache, 0);
-    T_CHECKF(c && g4_session_load(c, path) == G4_OK, "load small: %s", g4_session_errmsg(c));
+    T_CHECKF(c && g4_session_load(c, path, ids, 64, NULL) == G4_OK, "load small: %s", g4_session_errmsg(c));
     T_CHECK(c && g4_session_eval(c, Q, 1) == G4_OK);
     if (c) {
         g4_session_truncate(a, 40);
@@ -440,32 +446,32 @@ static void check_state(int cache) {
     int n_bad = 0, n_refused = 0;
     if (img) {
         g4_session *x = t_sess(u.m, 128, 16, cache, 0);
-        T_CHECK(x && g4_session_load(x, path) == G4_ERR_FORMAT && strstr(g4_session_errmsg(x), "another model"));
+        T_CHECK(x && g4_session_load(x, path, ids, 64, &n_ids) == G4_ERR_FORMAT && strstr(g4_session_errmsg(x), "another model"));
         g4_session_free(x);
         x = t_sess(t.m, 128, 16, cache == G4_CACHE_F32 ? G4_CACHE_F16 : G4_CACHE_F32, 0);
-        T_CHECK(x && g4_session_load(x, path) == G4_ERR_FORMAT && strstr(g4_session_errmsg(x), "cache type"));
+        T_CHECK(x && g4_session_load(x, path, ids, 64, &n_ids) == G4_ERR_FORMAT && strstr(g4_session_errmsg(x), "cache type"));
         g4_session_free(x);
         x = t_sess(t.m, 32, 16, cache, 0);
-        T_CHECK(x && g4_session_load(x, path) == G4_ERR_FORMAT && strstr(g4_session_errmsg(x), "n_ctx"));
+        T_CHECK(x && g4_session_load(x, path, ids, 64, &n_ids) == G4_ERR_FORMAT && strstr(g4_session_errmsg(x), "n_ctx"));
         g4_session_free(x);
-        T_CHECK(g4_session_load(b, "/nonexistent/g4-state") == G4_ERR_IO);
-        T_CHECK(g4_session_load(b, NULL) == G4_ERR_ARG && g4_session_save(b, NULL) == G4_ERR_ARG);
+        T_CHECK(g4_session_load(b, "/nonexistent/g4-state", ids, 64, &n_ids) == G4_ERR_IO);
+        T_CHECK(g4_session_load(b, NULL, ids, 64, &n_ids) == G4_ERR_ARG && g4_session_save(b, NULL, NULL, 0) == G4_ERR_ARG);
         /* every prefix length at a stride, one flipped bit at a stride, one extra byte */
         uint8_t *mut = malloc(n + 1);
         for (size_t cut = 0; cut < n; cut += (cut < 128 ? 1 : 97)) {
             n_bad++;
-            if (write_file(bad, img, cut) && g4_session_load(b, bad) != G4_OK) n_refused++;
+            if (write_file(bad, img, cut) && g4_session_load(b, bad, ids, 64, &n_ids) != G4_OK) n_refused++;
         }
         for (size_t pos = 0; pos < n; pos += (pos < 128 ? 1 : 89)) {
             memcpy(mut, img, n);
             mut[pos] ^= (uint8_t)(1u << (pos % 8));
             n_bad++;
-            if (write_file(bad, mut, n) && g4_session_load(b, bad) != G4_OK) n_refused++;
+            if (write_file(bad, mut, n) && g4_session_load(b, bad, ids, 64, &n_ids) != G4_OK) n_refused++;
         }
         memcpy(mut, img, n);
         mut[n] = 0;
         n_bad++;
-        if (write_file(bad, mut, n + 1) && g4_session_load(b, bad) != G4_OK) n_refused++;
+        if (write_file(bad, mut, n + 1) && g4_session_load(b, bad, ids, 64, &n_ids) != G4_OK) n_refused++;
         free(mut);
         T_CHECKF(n_refused == n_bad, "hostile state files: %d of %d refused", n_refused, n_bad);
         T_CHECK(g4_session_n_past(b) == 45);
@@ -475,7 +481,8 @@ static void check_state(int cache) {
     }
     /* an empty session saves and loads too */
     g4_session_reset(a);
-    T_CHECK(g4_session_save(a, path) == G4_OK && g4_session_load(b, path) == G4_OK && g4_session_n_past(b) == 0);
+    T_CHECK(g4_session_save(a, path, NULL, 0) == G4_OK && g4_session_load(b, path, NULL, 0, &n_ids) == G4_OK &&
+            g4_session_n_past(b) == 0 && n_ids == 0);
     remove(path);
     remove(bad);
     g4_session_free(a);
@@ -486,7 +493,40 @@ static void check_state(int cache) {
     t_model_close(&t);
 }
 
+/* tests/fuzz/corpus-state: inputs of the fuzz_state target (its model: the same options) that
+ * once crashed; each must load and evaluate, or be refused leaving the session empty */
+static void replay_state_corpus(void) {
+    DIR *dir = opendir("tests/fuzz/corpus-state");
+    if (!dir) return;
+    t_model t;
+    g4_testgen_opts o = { .n_layer = 4, .full_every = 2, .n_shared = 2, .n_embd = 32, .n_head = 2, .head_dim_swa = 16,
+                          .head_dim_full = 32, .n_ff = 32, .window = 4, .n_vocab = 400, .n_ctx = 64 };
+    if (!t_model_open(&t, &o, 1, "scalar")) { T_CHECK(0); closedir(dir); return; }
+    g4_session *s = t_sess(t.m, 64, 8, G4_CACHE_F16, 0);
+    int n = 0;
+    for (struct dirent *e; s && (e = readdir(dir)) != NULL;) {
+        if (e->d_name[0] == '.') continue;
+        char path[600];
+        snprintf(path, sizeof path, "tests/fuzz/corpus-state/%s", e->d_name);
+        g4_session_reset(s);
+        int32_t ids[64];
+        size_t k = 0;
+        const int32_t tok = 5;
+        if (g4_session_load(s, path, ids, 64, &k) == G4_OK) {
+            if (g4_session_n_past(s) < g4_session_n_ctx(s)) T_CHECKF(g4_session_eval(s, &tok, 1) == G4_OK, "%s: eval after load", path);
+        } else {
+            T_CHECKF(g4_session_n_past(s) == 0 && g4_session_errmsg(s)[0], "%s: refused but changed", path);
+        }
+        n++;
+    }
+    closedir(dir);
+    fprintf(stderr, "  batch: %d state corpus inputs replayed\n", n);
+    g4_session_free(s);
+    t_model_close(&t);
+}
+
 T_GROUP(batch) {
+    replay_state_corpus();
     check_batch_errors();
     {
         const g4_testgen_opts q4 = { .wtype = G4_TYPE_Q4_K, .n_embd = 256, .n_head = 4, .head_dim_swa = 64, .head_dim_full = 128,
