@@ -3,8 +3,9 @@
 # for raw SSE framing, /v1/completions equal to `g4 run` (greedy and seeded), stop strings,
 # streamed text equal to the non-streamed, API key, 503 with Retry-After, the hostile
 # catalogue (tests/serve/hostile.py), the load test (tests/serve/load.py), the openai SDK
-# (tests/serve/sdk.mjs, when `make test-deps` installed it), SIGTERM -> exit 0 (under ASan:
-# no leak). Python and curl parts report themselves skipped when those are missing.
+# (tests/serve/sdk.mjs, when `make test-deps` installed it), tool calling on a scripted model
+# (curl, SSE, tests/serve/sdk_tools.mjs), SIGTERM -> exit 0 (under ASan: no leak). Python and
+# curl parts report themselves skipped when those are missing.
 B=${B:-build}
 G4="$B/g4"
 tmp=$(mktemp -d)
@@ -22,7 +23,7 @@ M="$tmp/m.gguf"
 start() { # log, args...
     log=$1; shift
     : >"$log"
-    "$G4" serve -m "$M" --port 0 "$@" 2>"$log" &
+    "$G4" serve -m "${SRV_MODEL:-$M}" --port 0 "$@" 2>"$log" &
     SERVER_PID=$!
     pids="$pids $SERVER_PID"
     PORT=""
@@ -132,6 +133,43 @@ check "Retry-After" 1 "$(ok grep -qi '^retry-after: 1' "$tmp/h503")"
 kill "$long" 2>/dev/null; wait "$long" 2>/dev/null
 stop "$SERVER_PID"; check "sigterm exit 0 (2)" 0 "$STOP_RC"
 grep -q 'ERROR: \(Address\|Leak\)Sanitizer' "$tmp/s2.log" && { fail=$((fail + 1)); echo "FAIL sanitizer report:" >&2; head -n 30 "$tmp/s2.log" >&2; }
+
+# tool calling on a scripted model (g4-mkmodel --script: a test device that answers every
+# prompt ending in a newline with the call below): a real tool_calls answer, raw SSE framing
+# of the streamed call, tool_choice none, the openai SDK (tests/serve/sdk_tools.mjs)
+MT="$tmp/tools.gguf"
+"$B/g4-mkmodel" "$MT" --seed 7 --ctx 4096 --script '<|tool_call>call:sum{x:1}<tool_call|>' >/dev/null 2>&1; check "mkmodel --script" 0 $?
+SRV_MODEL="$MT" start "$tmp/s3.log" -np 2 -t 1
+U="http://127.0.0.1:$PORT"
+TB='"tools":[{"type":"function","function":{"name":"sum","parameters":{"type":"object","properties":{"x":{"type":"integer"}}}}}]'
+if command -v python3 >/dev/null 2>&1; then
+    got=$(curl -s "$U/v1/chat/completions" -d "{\"messages\":[{\"role\":\"user\",\"content\":\"add\"}],$TB,\"temperature\":0}" |
+          python3 -c 'import sys,json; c=json.load(sys.stdin)["choices"][0]; t=c["message"]["tool_calls"][0]["function"]; print(c["finish_reason"], t["name"], json.loads(t["arguments"]), c["message"]["content"])')
+    check "tool call" "tool_calls sum {'x': 1} None" "$got"
+    curl -sN "$U/v1/chat/completions" -d "{\"messages\":[{\"role\":\"user\",\"content\":\"add\"}],$TB,\"temperature\":0,\"stream\":true}" >"$tmp/tsse"
+    check "tool sse: data: lines" 0 "$(grep -cv -e '^data: ' -e '^$' "$tmp/tsse")"
+    got=$(python3 -c '
+import json,sys
+ev=[json.loads(l[6:]) for l in open(sys.argv[1]) if l.startswith("data: {")]
+calls=[t for e in ev for t in (e["choices"][0]["delta"].get("tool_calls") or [])]
+fin=[e["choices"][0]["finish_reason"] for e in ev if e["choices"][0]["finish_reason"]]
+print(len(calls), calls[0]["index"], calls[0]["function"]["name"], calls[0]["function"]["arguments"], fin)' "$tmp/tsse")
+    check "tool sse: one call delta" "1 0 sum {\"x\":1} ['tool_calls']" "$got"
+    check "tool sse ends with [DONE]" "data: [DONE]" "$(grep -v '^$' "$tmp/tsse" | tail -n 1)"
+    got=$(curl -s "$U/v1/chat/completions" -d "{\"messages\":[{\"role\":\"user\",\"content\":\"add\"}],$TB,\"tool_choice\":\"none\",\"temperature\":0}" |
+          python3 -c 'import sys,json; c=json.load(sys.stdin)["choices"][0]; print(c["finish_reason"], "tool_calls" in c["message"], c["message"]["content"])')
+    check "tool_choice none" "stop False <|tool_call>call:sum{x:1}<tool_call|>" "$got"
+fi
+if [ -f tests/serve/node_modules/openai/package.json ] && command -v node >/dev/null 2>&1; then
+    node tests/serve/sdk_tools.mjs "$U" >"$tmp/sdkt.out" 2>&1; rc=$?
+    grep -v 'passed, ' "$tmp/sdkt.out" >&2
+    p=$(sed -n -E 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$tmp/sdkt.out"); f=$(sed -n -E 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$tmp/sdkt.out")
+    pass=$((pass + ${p:-0})); fail=$((fail + ${f:-1})); [ "$rc" -eq 0 ] || [ "${f:-1}" -ne 0 ] || fail=$((fail + 1))
+else
+    echo "serve: openai SDK tool test skipped (make test-deps installs tests/serve)" >&2
+fi
+stop "$SERVER_PID"; check "sigterm exit 0 (3)" 0 "$STOP_RC"
+grep -q 'ERROR: \(Address\|Leak\)Sanitizer' "$tmp/s3.log" && { fail=$((fail + 1)); echo "FAIL sanitizer report:" >&2; head -n 30 "$tmp/s3.log" >&2; }
 
 # usage errors
 "$G4" serve >/dev/null 2>&1; check "no -m: exit 2" 2 $?
