@@ -84,6 +84,23 @@ PY
     cached=$(curl -s "$U/v1/completions" -d '{"prompt":"a long shared prefix of several words here and more","max_tokens":2,"temperature":0}' |
              python3 -c 'import sys,json; print(json.load(sys.stdin)["usage"]["prompt_tokens_details"]["cached_tokens"] > 0)')
     check "prefix reuse" True "$cached"
+    # prefix reuse at depth: a resent conversation after an answer longer than the rings'
+    # slack (128) still reuses the first turn (a context checkpoint, or the cache itself)
+    check "prefix reuse at depth" ok "$(python3 - "$PORT" <<'PY'
+import http.client, json, sys
+def req(b):
+    c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=120)
+    c.request("POST", "/v1/chat/completions", json.dumps(b)); r = json.loads(c.getresponse().read()); c.close(); return r
+conv = [{"role": "user", "content": " ".join("w%d" % (i % 50) for i in range(300))}]
+r1 = req({"messages": conv, "max_tokens": 200, "ignore_eos": True, "temperature": 0})
+n1 = r1["usage"]["prompt_tokens"]
+conv += [{"role": "assistant", "content": r1["choices"][0]["message"]["content"]}, {"role": "user", "content": "and then?"}]
+r2 = req({"messages": conv, "max_tokens": 4, "temperature": 0})
+c2 = r2["usage"]["prompt_tokens_details"]["cached_tokens"]
+print("ok" if r1["usage"]["completion_tokens"] == 200 and c2 >= n1 - 3 and r2["usage"]["prompt_tokens"] > n1 else
+      "first prompt %d tokens, second %d with %d cached" % (n1, r2["usage"]["prompt_tokens"], c2))
+PY
+)"
     python3 tests/serve/hostile.py "$PORT" 2 >"$tmp/hostile.out" 2>&1; rc=$?
     cat "$tmp/hostile.out" | grep -v 'passed, ' >&2
     p=$(sed -n -E 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$tmp/hostile.out"); f=$(sed -n -E 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$tmp/hostile.out")
@@ -111,7 +128,11 @@ if [ -x "${CHROMIUM:-/usr/bin/chromium}" ] && [ -f tests/serve/node_modules/play
 else
     echo "serve: chat page test skipped (needs /usr/bin/chromium and make test-deps)" >&2
 fi
-check "metrics" 1 "$(curl -s "$U/metrics" | grep -c '^g4_tokens_predicted_total ')"
+curl -s "$U/metrics" >"$tmp/metrics"
+check "metrics" 1 "$(grep -c '^g4_tokens_predicted_total ' "$tmp/metrics")"
+check "metrics: rates of the last minute" 1 "$(awk '$1 == "g4_generated_tokens_per_second" && $2 > 0' "$tmp/metrics" | wc -l)"
+check "metrics: checkpoints" 1 "$(awk '$1 == "g4_checkpoints_saved_total" && $2 > 0' "$tmp/metrics" | wc -l)"
+check "metrics: aborted steps" 1 "$(grep -c '^g4_steps_aborted_total ' "$tmp/metrics")"
 check "page" 1 "$(curl -s "$U/" | grep -c -i '<!doctype html>')"
 stop "$SERVER_PID"; check "sigterm exit 0" 0 "$STOP_RC"
 check "shutdown line" 1 "$(grep -c 'shutting down' "$tmp/s1.log")"
