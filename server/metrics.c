@@ -30,8 +30,8 @@ void metrics_text(srv *sv, buf *b) {
     metric(b, "generated_tokens_per_second", "gauge", "Tokens generated per second of wall time (all slots), last minute.",
            w->window_s > 0 ? (double)w->gen_tok / w->window_s : 0.0);
     metric(b, "requests_per_second", "gauge", "Generations ended per second, last minute.", w->window_s > 0 ? (double)w->requests / w->window_s : 0.0);
-    metric(b, "busy_fraction", "gauge", "Share of the last minute spent in evaluation steps.",
-           w->window_s > 0 ? (w->prompt_s + w->decode_s) / w->window_s : 0.0);
+    double busy = w->window_s > 0 ? (w->prompt_s + w->decode_s) / w->window_s : 0.0; /* a step is counted where it ends */
+    metric(b, "busy_fraction", "gauge", "Share of the last minute spent in evaluation steps.", busy < 1 ? busy : 1.0);
     metric(b, "prompt_tokens_per_second_since_start", "gauge", "Prompt tokens per second of prompt steps, since start.", st.prompt_s > 0 ? (double)st.prompt_tokens / st.prompt_s : 0.0);
     metric(b, "decode_tokens_per_second_since_start", "gauge", "Generated tokens per second of decode steps, since start.", st.decode_s > 0 ? (double)st.gen_tokens / st.decode_s : 0.0);
     metric(b, "steps_aborted_total", "counter", "Steps stopped between forward chunks because a client went away.", (double)st.aborted_steps);

@@ -101,6 +101,25 @@ print("ok" if r1["usage"]["completion_tokens"] == 200 and c2 >= n1 - 3 and r2["u
       "first prompt %d tokens, second %d with %d cached" % (n1, r2["usage"]["prompt_tokens"], c2))
 PY
 )"
+    # a client that goes away during a long prompt frees its slot at once (between steps, or
+    # within a step through the abort callback) and the server keeps serving
+    check "disconnect during a prompt" ok "$(python3 - "$PORT" <<'PY'
+import http.client, json, socket, sys, time
+port = int(sys.argv[1])
+body = json.dumps({"prompt": " ".join("x%d" % (i % 90) for i in range(1200)), "max_tokens": 2000, "ignore_eos": True}).encode()
+s = socket.create_connection(("127.0.0.1", port), timeout=30)
+s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+time.sleep(0.15)
+s.close()
+def health():
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30); c.request("GET", "/health"); h = json.loads(c.getresponse().read()); c.close(); return h
+t0 = time.time()
+h = health()
+while h["slots_processing"] and time.time() - t0 < 5:
+    time.sleep(0.05); h = health()
+print("ok" if not h["slots_processing"] else "a slot still busy after %.1f s: %r" % (time.time() - t0, h))
+PY
+)"
     python3 tests/serve/hostile.py "$PORT" 2 >"$tmp/hostile.out" 2>&1; rc=$?
     cat "$tmp/hostile.out" | grep -v 'passed, ' >&2
     p=$(sed -n -E 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$tmp/hostile.out"); f=$(sed -n -E 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$tmp/hostile.out")
