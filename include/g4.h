@@ -268,7 +268,7 @@ G4_API int32_t   g4_sampler_sample(g4_sampler *s, const float *logits);
 /* ==== Chat format ==== */
 
 typedef struct g4_chat_msg {
-    const char *role;    /* "system", "developer", "user", "model", "assistant" */
+    const char *role;    /* "system", "developer", "user", "model", "assistant", "tool" */
     const char *content; /* content_len bytes */
     size_t      content_len;
 } g4_chat_msg;
