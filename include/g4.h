@@ -290,7 +290,7 @@ G4_API int32_t   g4_sampler_sample(g4_sampler *s, const float *logits);
 /* ==== Chat format ==== */
 
 typedef struct g4_chat_msg {
-    const char *role;    /* "system", "developer", "user", "model", "assistant" */
+    const char *role;    /* "system", "developer", "user", "model", "assistant", "tool" */
     const char *content; /* content_len bytes */
     size_t      content_len;
 } g4_chat_msg;
@@ -307,6 +307,49 @@ G4_API g4_status g4_chat_render(const g4_model *m, const g4_chat_msg *msgs, size
 G4_API g4_status g4_chat_tokenize(const g4_model *m, const g4_chat_msg *msgs, size_t n_msgs,
                                   int add_bos, int add_gen, int thinking,
                                   int32_t *out, size_t cap, size_t *n_out);
+
+/* Tool calling, in OpenAI's shapes. A turn may carry what OpenAI's chat messages carry:
+ * an assistant turn its tool_calls (the JSON text of the array:
+ * [{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}], the
+ * arguments a JSON object or a string holding one) and its reasoning_content; a "tool" turn
+ * the result of a call (content) with tool_call_id and/or name. opts->tools is the JSON text
+ * of OpenAI's tools array ([{"type":"function","function":{"name","description",
+ * "parameters"}}], JSON-schema parameters), rendered into the system turn as the model's
+ * template does ("<|tool>declaration:NAME{...}<tool|>"); calls render as
+ * "<|tool_call>call:NAME{...}<tool_call|>" and results as
+ * "<|tool_response>response:NAME{...}<tool_response|>", where and how the template puts them
+ * (read from tokenizer.chat_template; the older Gemma 4 templates get llama.cpp's conversion
+ * of "tool" turns into the assistant turn's tool responses). Roles: system, developer (as
+ * system), user, assistant (or model), tool. Errors (G4_ERR_ARG) name the message and the
+ * field ("chat: message 2: tool_calls[0].function.name: expected a string") in err. */
+typedef struct g4_chat_turn {
+    const char *role;
+    const char *content;        /* content_len bytes (NULL with 0: empty) */
+    size_t      content_len;
+    const char *reasoning;      /* assistant: reasoning_content, NULL = none */
+    size_t      reasoning_len;
+    const char *tool_calls;     /* assistant: JSON text of its tool_calls array, NULL = none */
+    size_t      tool_calls_len;
+    const char *tool_call_id;   /* tool: id of the call this answers, NULL = none */
+    size_t      tool_call_id_len;
+    const char *name;           /* tool: name of the function that answered, NULL = none */
+    size_t      name_len;
+} g4_chat_turn;
+
+typedef struct g4_chat_opts {
+    int         add_bos, add_gen, thinking; /* as g4_chat_render's */
+    const char *tools;          /* JSON text of the tools array, NULL = none */
+    size_t      tools_len;
+} g4_chat_opts;
+
+/* g4_chat_render / g4_chat_tokenize for turns with tool fields; err (may be NULL) gets the
+ * reason of a G4_ERR_ARG. */
+G4_API g4_status g4_chat_render_turns(const g4_model *m, const g4_chat_turn *turns, size_t n_turns,
+                                      const g4_chat_opts *opts, char *buf, size_t cap, size_t *n_out,
+                                      char *err, size_t errlen);
+G4_API g4_status g4_chat_tokenize_turns(const g4_model *m, const g4_chat_turn *turns, size_t n_turns,
+                                        const g4_chat_opts *opts, int32_t *out, size_t cap, size_t *n_out,
+                                        char *err, size_t errlen);
 
 
 /* ==== JSON reader and string quoting ====
@@ -360,6 +403,10 @@ typedef int (*g4_reply_fn)(void *ud, int kind, const char *text, size_t n, const
 G4_API g4_status g4_reply_create(g4_reply **out);  /* *out = NULL on failure */
 G4_API void      g4_reply_free(g4_reply *r);       /* NULL-safe */
 G4_API g4_status g4_reply_push(g4_reply *r, const char *text, size_t n, int end, g4_reply_fn fn, void *ud);
+/* Tool calls are parsed unless this turns them off (parse 0): then call text stays content,
+ * markers included (a request without tools, or with tool_choice "none", as llama-server
+ * does). Call before the first push. NULL-safe. */
+G4_API void      g4_reply_set_tool_calls(g4_reply *r, int parse);
 
 #ifdef __cplusplus
 }

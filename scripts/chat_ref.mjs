@@ -4,10 +4,20 @@
 // from the llama.cpp tree in node-llama-cpp@3.22.1), for the text subset gemma4.c renders.
 //   node scripts/chat_ref.mjs [llama-src dir] > tests/vectors/chat_ref.txt
 // Line format (read by tests/test_chat.c):
-//   T <TAB> name <TAB> sha256(template) <TAB> think_nl empty_thought merge_model
+//   T <TAB> name <TAB> sha256(template) <TAB> think_nl empty_thought merge_model tools
 //   C <TAB> name <TAB> thinking <TAB> add_gen <TAB> role:hex(content),... <TAB> hex(rendering)
+//   J <TAB> name <TAB> thinking <TAB> add_gen <TAB> hex(request JSON) <TAB> hex(rendering)
 // The variant flags are what the template's markers say (the same substrings tokenizer.c looks
-// for); tests/test_chat.c checks them against the C detection where the templates are present.
+// for; tools is the CHAT_T_* mask of src/chat.h); tests/test_chat.c checks them against the C
+// detection where the templates are present.
+// J lines are tool-calling conversations: the request as an OpenAI client sends it
+// ({"messages": [...], "tools": [...]}, call arguments as JSON strings). Before rendering they
+// get what llama-server (llama.cpp v0.5.0 common/chat.cpp, common/parsers/gemma4.cpp) does to a
+// request for a Gemma 4 template: messages re-built with only the fields it keeps, content
+// null -> "", developer -> system, call arguments parsed; for a template without the OpenAI
+// tool handling ("{#- OpenAI Chat Completions:" absent) its conversion of "tool" messages into
+// the assistant message's tool_responses; after rendering, "<|turn>model\n" appended when the
+// text with a generation prompt ends with "<turn|>\n".
 import {createRequire} from "node:module";
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -59,11 +69,106 @@ const convs = [
     [S("system", "")],
 ];
 
+// ---- tool-calling conversations (J lines) ----
+const weather = {type: "function", function: {name: "get_weather", description: "Current weather for a place.",
+    parameters: {type: "object", properties: {location: {type: "string", description: "City, e.g. Paris"},
+        unit: {type: "string", enum: ["celsius", "fahrenheit"]}}, required: ["location"]}}};
+const search = {type: "function", function: {name: "search_docs", description: "Search <|turn> the \"docs\".",
+    parameters: {type: "object", properties: {
+        query: {type: "string", description: "What to look for", nullable: true},
+        limit: {type: "integer", description: "Most results"},
+        score: {type: "number"},
+        exact: {type: "boolean", description: "Exact match"},
+        type: {type: "string", description: "a property named like a schema key"},
+        filters: {type: "object", description: "Filters", properties: {Lang: {type: "string"}, after: {type: "string", description: "ISO date"}},
+                  required: ["Lang"]},
+        tags: {type: "array", description: "Tags", items: {type: "string", enum: ["a", "b"]}},
+        ranges: {type: "array", items: {type: "object", properties: {lo: {type: "number"}, hi: {type: "number"}}, required: ["lo"]}},
+        opts: {type: "object", additionalProperties: {type: "string"}}},
+        required: ["query", "limit"]},
+    response: {description: "The hits", type: "object"}}};
+const bare = {type: "function", function: {name: "ping", parameters: {}}};
+const noType = {type: "function", function: {name: "now", description: "The time.", parameters: {properties: {tz: {type: "string"}}}}};
+const call = (id, name, args) => ({...(id ? {id} : {}), type: "function", function: {name, arguments: JSON.stringify(args)}});
+const A = (content, extra = {}) => ({role: "assistant", content, ...extra});
+const tool = (id, content, extra = {}) => ({role: "tool", ...(id ? {tool_call_id: id} : {}), content, ...extra});
+const U = c => ({role: "user", content: c});
+const jconvs = [
+    {tools: [weather], messages: [{role: "system", content: "You are helpful."}, U("Weather in Paris?")]},
+    {tools: [weather], messages: [U("Weather in Paris?"), A(null, {tool_calls: [call("c1", "get_weather", {location: "Paris", unit: "celsius"})]}),
+        tool("c1", JSON.stringify({temperature: 21, sky: "clear"}))]},
+    {tools: [weather], messages: [U("Weather in Paris?"), A(null, {tool_calls: [call("c1", "get_weather", {location: "Paris"})]}),
+        tool("c1", "sunny, 21 C"), A("It is sunny."), U("Thanks")]},
+    {tools: [weather, search], messages: [U("Paris and Rome?"),
+        A("", {tool_calls: [call("a", "get_weather", {location: "Paris"}), call("b", "get_weather", {location: "Rome"})]}),
+        tool("b", "rain"), tool("a", "sun")]},
+    {tools: [weather], messages: [U("Think, then call."),
+        A(null, {reasoning_content: "I should look it up.", tool_calls: [call("c9", "get_weather", {location: "Oslo"})]}),
+        tool("c9", "-3")]},
+    {tools: [search], messages: [{role: "system", content: "Search well."}, U("Find it")]},
+    {tools: [weather], messages: [U("hi"), A(null, {tool_calls: [call(null, "get_weather", {location: "Lima"})]}),
+        tool(null, "warm", {name: "get_weather"})]},
+    {tools: [search], messages: [U("Args"), A(null, {tool_calls: [call("x", "search_docs",
+        {Zeta: 1, alpha: [1.5, 1e21, -0, 100, 0.000001, 1e-7, 123456789012], Beta: {nested: true, none: null, s: "q<|\"|>"}, query: "x y"})]}),
+        tool("x", "[1, 2, 3]"), A("Done."), U("again")]},
+    {tools: [weather], messages: [U("Both"), A("Let me check.", {tool_calls: [call("k", "get_weather", {location: "Bern"})]}),
+        tool("k", "42"), A("Forty-two.")]},
+    {tools: [bare, noType], messages: [U("ping and time")]},
+    {tools: [weather], messages: [U("a"), A("b"), {role: "developer", content: "Be brief."}, U("c")]},
+    {tools: [weather], messages: [U("Call without answer"), A(null, {tool_calls: [call("z", "get_weather", {location: "Nice"})]})]},
+    {messages: [U("no tools"), A(null, {tool_calls: [call("q", "ping", {})]}), tool("q", "pong"), A("ok")]},
+];
+
+function llamaPrep(req, legacy) { // what llama-server hands the template
+    const msgs = req.messages.map(m => {
+        const o = {role: m.role === "developer" ? "system" : m.role, content: m.content ?? ""};
+        if (m.reasoning_content) o.reasoning_content = m.reasoning_content;
+        if (m.name) o.name = m.name;
+        if (m.tool_call_id) o.tool_call_id = m.tool_call_id;
+        if (m.tool_calls) o.tool_calls = m.tool_calls.map(c => ({type: "function",
+            function: {name: c.function.name, arguments: JSON.parse(c.function.arguments)}, ...(c.id ? {id: c.id} : {})}));
+        return o;
+    });
+    if (!legacy) return msgs;
+    const outm = [];
+    for (let i = 0; i < msgs.length;) { // convert_tool_responses_gemma4
+        const m = msgs[i];
+        if (m.role !== "assistant" || !Array.isArray(m.tool_calls) || !m.tool_calls.length) { outm.push(m); i++; continue; }
+        const calls = [...m.tool_calls], resp = [];
+        let content = null;
+        const rc = typeof m.reasoning_content === "string" ? m.reasoning_content : null;
+        for (i++; i < msgs.length && msgs[i].role === "tool"; i++) {
+            const t = msgs[i];
+            let r = t.content;
+            if (typeof r === "string") { try { r = JSON.parse(r); } catch { /* the text */ } }
+            let name = resp.length < calls.length ? (calls[resp.length].function?.name ?? "") : "";
+            if (!name) name = t.tool_call_id ?? "";
+            resp.push({name, response: r});
+        }
+        if (i < msgs.length && msgs[i].role === "assistant") {
+            const nx = msgs[i], hasCalls = Array.isArray(nx.tool_calls) && nx.tool_calls.length > 0;
+            const hasContent = (typeof nx.content === "string" && nx.content !== "") || (Array.isArray(nx.content) && nx.content.length > 0);
+            if (!hasCalls && hasContent) { content = nx.content; i++; }
+        }
+        const x = {role: "assistant", tool_calls: calls};
+        if (resp.length) x.tool_responses = resp;
+        if (content !== null) x.content = content;
+        if (rc !== null) x.reasoning_content = rc;
+        outm.push(x);
+    }
+    return outm;
+}
+
 const out = ["# chat_ref.txt - generated by scripts/chat_ref.mjs; see tests/vectors/README.md"];
 const hex = s => Buffer.from(s, "utf8").toString("hex");
 for (const [name, source] of templates) {
-    const flags = [source.includes("'<|think|>\\n'"), source.includes("<|channel>thought\\n<channel|>"),
-        source.includes("continue_same_model_turn")].map(Number);
+    const has = x => source.includes(x);
+    const legacy = has("'<|tool_call>call:'") && !has("{#- OpenAI Chat Completions:");
+    const tflags = !has("'<|tool_call>call:'") ? 8 : (legacy ? 1 : 0) | (has(",items:{") ? 2 : 0) |
+        (has("message['reasoning_content'] and loop.index0 > ns.last_user_message") ? 4 : 0) |
+        (has("message.get('reasoning') or message.get('reasoning_content')") ? 8 : 0) |
+        (has("ns.prev_message_type == 'tool_response' and message['tool_calls']") ? 16 : 0);
+    const flags = [has("'<|think|>\\n'"), has("<|channel>thought\\n<channel|>"), has("continue_same_model_turn"), tflags].map(Number);
     out.push(["T", name, crypto.createHash("sha256").update(source).digest("hex"), flags.join(" ")].join("\t"));
     const t = new Template(source);
     for (const msgs of convs) {
@@ -75,6 +180,18 @@ for (const [name, source] of templates) {
                     r = t.render({bos_token: "<bos>", add_generation_prompt: gen, enable_thinking: thinking, messages: msgs});
                 } catch (e) { process.stderr.write(`${name}: render failed: ${e.message}\n`); continue; }
                 out.push(["C", name, Number(thinking), Number(gen), msgs.map(m => m.role + ":" + hex(m.content)).join(","), hex(r)].join("\t"));
+            }
+        }
+    }
+    for (const req of jconvs) {
+        for (const thinking of [false, true]) {
+            for (const gen of [true, false]) {
+                const ctx = {bos_token: "<bos>", add_generation_prompt: gen, enable_thinking: thinking, messages: llamaPrep(req, legacy)};
+                if (req.tools) ctx.tools = req.tools;
+                let r;
+                try { r = t.render(ctx); } catch (e) { process.stderr.write(`${name}: tool case render failed: ${e.message}\n`); continue; }
+                if (gen && r.endsWith("<turn|>\n")) r += "<|turn>model\n";
+                out.push(["J", name, Number(thinking), Number(gen), hex(JSON.stringify(req)), hex(r)].join("\t"));
             }
         }
     }

@@ -1,5 +1,6 @@
 /* metrics.c - GET /metrics in the Prometheus text format (version 0.0.4): requests by status
- * class, tokens, prompt and decode rates, queue depth, busy slots, connections. */
+ * class, tokens, prompt and decode rates (over the last minute, and since start), queue
+ * depth, busy slots, aborted steps, checkpoints, connections. */
 #include "srv.h"
 
 static void metric(buf *b, const char *name, const char *type, const char *help, double v) {
@@ -21,8 +22,21 @@ void metrics_text(srv *sv, buf *b) {
     metric(b, "tokens_predicted_total", "counter", "Tokens generated.", (double)st.gen_tokens);
     metric(b, "prompt_seconds_total", "counter", "Seconds spent in steps that evaluated prompt tokens.", st.prompt_s);
     metric(b, "decode_seconds_total", "counter", "Seconds spent in decode-only steps.", st.decode_s);
-    metric(b, "prompt_tokens_per_second", "gauge", "Prompt tokens per second of prompt steps, since start.", st.prompt_s > 0 ? (double)st.prompt_tokens / st.prompt_s : 0.0);
-    metric(b, "decode_tokens_per_second", "gauge", "Generated tokens per second of decode steps, since start.", st.decode_s > 0 ? (double)st.gen_tokens / st.decode_s : 0.0);
+    const rates_sum *w = &st.recent;
+    metric(b, "prompt_tokens_per_second", "gauge", "Prompt tokens per second of the steps that evaluated prompt tokens, last minute.",
+           w->prompt_s > 0 ? (double)w->prompt_tok / w->prompt_s : 0.0);
+    metric(b, "decode_tokens_per_second", "gauge", "Tokens generated per second of decode-only steps, last minute.",
+           w->decode_s > 0 ? (double)w->gen_tok / w->decode_s : 0.0);
+    metric(b, "generated_tokens_per_second", "gauge", "Tokens generated per second of wall time (all slots), last minute.",
+           w->window_s > 0 ? (double)w->gen_tok / w->window_s : 0.0);
+    metric(b, "requests_per_second", "gauge", "Generations ended per second, last minute.", w->window_s > 0 ? (double)w->requests / w->window_s : 0.0);
+    double busy = w->window_s > 0 ? (w->prompt_s + w->decode_s) / w->window_s : 0.0; /* a step is counted where it ends */
+    metric(b, "busy_fraction", "gauge", "Share of the last minute spent in evaluation steps.", busy < 1 ? busy : 1.0);
+    metric(b, "prompt_tokens_per_second_since_start", "gauge", "Prompt tokens per second of prompt steps, since start.", st.prompt_s > 0 ? (double)st.prompt_tokens / st.prompt_s : 0.0);
+    metric(b, "decode_tokens_per_second_since_start", "gauge", "Generated tokens per second of decode steps, since start.", st.decode_s > 0 ? (double)st.gen_tokens / st.decode_s : 0.0);
+    metric(b, "steps_aborted_total", "counter", "Steps stopped between forward chunks because a client went away.", (double)st.aborted_steps);
+    metric(b, "checkpoints_saved_total", "counter", "Context checkpoints written after long prompts.", (double)st.ckpt_saves);
+    metric(b, "checkpoints_used_total", "counter", "Prompts that started from a context checkpoint.", (double)st.ckpt_loads);
     metric(b, "steps_total", "counter", "Batched evaluation steps.", (double)st.steps);
     metric(b, "queue_depth", "gauge", "Requests waiting for a slot.", (double)st.queued);
     metric(b, "slots_busy", "gauge", "Slots generating.", (double)st.busy);

@@ -3,7 +3,10 @@
  * One declared table of ranges (reliability.md #62-#66): temperature [0, 2], top_p and min_p
  * [0, 1], top_k [0, n_vocab], presence/frequency penalties [-2, 2], max_tokens >= 0, seed any
  * 64-bit integer, stop: a string or up to 16 strings of up to 255 bytes (empty ones never
- * match and are dropped), top_logprobs [0, 20], n = 1, response_format {"type": "text"}.
+ * match and are dropped), top_logprobs [0, 20], n = 1, response_format {"type": "text"},
+ * tool_choice "auto" or "none". Chat messages may carry OpenAI's tool fields (tool_calls,
+ * reasoning_content, role "tool" with tool_call_id and name) and the request its tools; the
+ * library renders them (g4_chat_tokenize_turns) and names what it refuses.
  * Absent sampling fields take the model's defaults (g4_sampler_defaults), as `g4 run` does,
  * so a request and `g4 run` with the same prompt and seed give the same text.
  */
@@ -164,6 +167,22 @@ int params_parse(srv *sv, const g4_jv *root, int chat, gen_params *p, perr *e) {
                 return perr_set(e, "reasoning_effort", "invalid_value", "reasoning_effort: '%.40s' is not one of none, minimal, low, medium, high", s);
             p->thinking = strcmp(s, "none") != 0;
         }
+        /* tools: declared in the prompt (params.c chat_prompt); tool_choice "auto" (the default
+         * with tools) or "none" (no calls parsed, as llama-server); forcing a call needs a
+         * grammar, which g4 serve does not have */
+        const g4_jv *tl = field(root, "tools");
+        if ((v = field(root, "tool_choice"))) {
+            size_t n;
+            const char *s = g4_jv_str(v, &n);
+            if (g4_jv_type(v) == G4_JSON_OBJECT) return perr_set(e, "tool_choice", "unsupported_value", "tool_choice: forcing a named function is not supported (use \"auto\" or \"none\")");
+            if (!s) return perr_set(e, "tool_choice", "invalid_type", "tool_choice: expected a string, got %s", tname(v));
+            if (!strcmp(s, "required")) return perr_set(e, "tool_choice", "unsupported_value", "tool_choice: \"required\" is not supported (use \"auto\" or \"none\")");
+            if (strcmp(s, "auto") && strcmp(s, "none")) return perr_set(e, "tool_choice", "invalid_value", "tool_choice: '%.40s' is not one of auto, none", s);
+            p->tool_calls = !strcmp(s, "auto");
+        } else {
+            p->tool_calls = 1;
+        }
+        if (!(g4_jv_type(tl) == G4_JSON_ARRAY && g4_jv_len(tl) > 0)) p->tool_calls = 0;
         if ((v = field(root, "chat_template_kwargs"))) {
             if (g4_jv_type(v) != G4_JSON_OBJECT) return perr_set(e, "chat_template_kwargs", "invalid_type", "chat_template_kwargs: expected an object, got %s", tname(v));
             if (bool_of(v, "enable_thinking", &p->thinking, e) < 0) { snprintf(e->param, sizeof e->param, "chat_template_kwargs.enable_thinking"); return -1; }
@@ -258,6 +277,28 @@ static int content_text(const g4_jv *c, size_t mi, buf *out, perr *e) {
     return 0;
 }
 
+/* an optional string member: NULL when absent or null; -1 (and e set) when of another type */
+static int opt_str(const g4_jv *m, const char *k, size_t mi, const char **s, size_t *n, perr *e) {
+    const g4_jv *v = field(m, k);
+    *s = NULL;
+    *n = 0;
+    if (!v) return 0;
+    if (!(*s = g4_jv_str(v, n)))
+        return perr_set(e, "messages", "invalid_type", "messages[%zu].%s: expected a string, got %s", mi, k, tname(v));
+    return 0;
+}
+
+/* the library's rendering error ("chat: message 3: ...", "chat: tools[0]...") as a 400 */
+static int render_error(perr *e, const char *err) {
+    const char *m = strncmp(err, "chat: ", 6) == 0 ? err + 6 : err;
+    size_t mi;
+    int off = 0;
+    if (strncmp(m, "tools", 5) == 0) return perr_set(e, "tools", "invalid_value", "%s", m);
+    if (sscanf(m, "message %zu: %n", &mi, &off) == 1 && off > 0)
+        return perr_set(e, "messages", "invalid_value", "messages[%zu].%s", mi, m + off);
+    return perr_set(e, "messages", "invalid_value", "messages: %s", m);
+}
+
 int chat_prompt(srv *sv, const g4_jv *root, const gen_params *p, int32_t **ids, size_t *n_ids, perr *e) {
     const g4_jv *msgs = g4_jv_get(root, "messages");
     if (!msgs) return perr_set(e, "messages", "missing_field", "messages: required");
@@ -265,7 +306,7 @@ int chat_prompt(srv *sv, const g4_jv *root, const gen_params *p, int32_t **ids, 
     size_t nm = g4_jv_len(msgs);
     if (nm == 0) return perr_set(e, "messages", "invalid_value", "messages: the array is empty");
     if (nm > 100000) return perr_set(e, "messages", "invalid_value", "messages: %zu messages (at most 100000)", nm);
-    g4_chat_msg *cm = calloc(nm, sizeof *cm);
+    g4_chat_turn *cm = calloc(nm, sizeof *cm);
     buf *texts = calloc(nm, sizeof *texts);
     int rc = -1;
     if (!cm || !texts) { perr_set(e, "messages", NULL, "out of memory"); goto done; }
@@ -274,8 +315,9 @@ int chat_prompt(srv *sv, const g4_jv *root, const gen_params *p, int32_t **ids, 
         if (g4_jv_type(m) != G4_JSON_OBJECT) { perr_set(e, "messages", "invalid_type", "messages[%zu]: expected an object, got %s", i, tname(m)); goto done; }
         const char *role = g4_jv_str(g4_jv_get(m, "role"), NULL);
         if (!role) { perr_set(e, "messages", "invalid_type", "messages[%zu].role: expected a string", i); goto done; }
-        if (strcmp(role, "system") && strcmp(role, "developer") && strcmp(role, "user") && strcmp(role, "assistant")) {
-            perr_set(e, "messages", "invalid_value", "messages[%zu].role: '%.30s' is not one of system, developer, user, assistant", i, role);
+        int tool = strcmp(role, "tool") == 0, asst = strcmp(role, "assistant") == 0;
+        if (strcmp(role, "system") && strcmp(role, "developer") && strcmp(role, "user") && !asst && !tool) {
+            perr_set(e, "messages", "invalid_value", "messages[%zu].role: '%.30s' is not one of system, developer, user, assistant, tool", i, role);
             goto done;
         }
         if (content_text(g4_jv_get(m, "content"), i, &texts[i], e) < 0) goto done;
@@ -283,20 +325,40 @@ int chat_prompt(srv *sv, const g4_jv *root, const gen_params *p, int32_t **ids, 
         cm[i].role = role;
         cm[i].content = texts[i].p ? texts[i].p : "";
         cm[i].content_len = texts[i].len;
+        if (asst) {
+            if (opt_str(m, "reasoning_content", i, &cm[i].reasoning, &cm[i].reasoning_len, e) < 0) goto done;
+            const g4_jv *tc = field(m, "tool_calls");
+            if (tc && g4_jv_type(tc) != G4_JSON_ARRAY) { perr_set(e, "messages", "invalid_type", "messages[%zu].tool_calls: expected an array, got %s", i, tname(tc)); goto done; }
+            if (tc) cm[i].tool_calls = g4_jv_raw(tc, &cm[i].tool_calls_len);
+        }
+        if (tool) {
+            if (opt_str(m, "tool_call_id", i, &cm[i].tool_call_id, &cm[i].tool_call_id_len, e) < 0) goto done;
+            if (opt_str(m, "name", i, &cm[i].name, &cm[i].name_len, e) < 0) goto done;
+        }
     }
     {
-        size_t cap = 256, got = 0;
-        for (size_t i = 0; i < nm; i++) cap += texts[i].len + 16;
+        g4_chat_opts co;
+        memset(&co, 0, sizeof co);
+        co.add_bos = 1;
+        co.add_gen = 1;
+        co.thinking = p->thinking;
+        const g4_jv *tools = field(root, "tools");
+        if (tools && g4_jv_type(tools) != G4_JSON_ARRAY) { perr_set(e, "tools", "invalid_type", "tools: expected an array, got %s", tname(tools)); goto done; }
+        if (tools) co.tools = g4_jv_raw(tools, &co.tools_len);
+        size_t cap = 256 + co.tools_len, got = 0;
+        for (size_t i = 0; i < nm; i++) cap += texts[i].len + cm[i].tool_calls_len + 16;
         int32_t *out = malloc(cap * sizeof *out);
         if (!out) { perr_set(e, "messages", NULL, "out of memory"); goto done; }
-        g4_status st = g4_chat_tokenize(sv->m, cm, nm, 1, 1, p->thinking, out, cap, &got);
+        char err[300] = "";
+        g4_status st = g4_chat_tokenize_turns(sv->m, cm, nm, &co, out, cap, &got, err, sizeof err);
         if (st == G4_ERR_BUFFER) {
             free(out);
             cap = got;
             out = malloc(cap * sizeof *out);
-            st = out ? g4_chat_tokenize(sv->m, cm, nm, 1, 1, p->thinking, out, cap, &got) : G4_ERR_NOMEM;
+            st = out ? g4_chat_tokenize_turns(sv->m, cm, nm, &co, out, cap, &got, err, sizeof err) : G4_ERR_NOMEM;
         }
-        if (st != G4_OK) { free(out); perr_set(e, "messages", NULL, "messages: cannot render the conversation (%s)", g4_status_str(st)); goto done; }
+        if (st == G4_ERR_ARG) { free(out); render_error(e, err); goto done; }
+        if (st != G4_OK) { free(out); perr_set(e, "messages", NULL, "messages: cannot render the conversation (%s)", g4_status_str(st)); e->status = 503; goto done; }
         *ids = out;
         *n_ids = got;
         rc = 0;

@@ -18,6 +18,8 @@ typedef struct gen_params {
     size_t            stop_len[SCHED_MAX_STOP];
     int               top_logprobs;  /* -1 = none */
     int               thinking;      /* chat: 1 = thinking on */
+    int               tool_calls;    /* chat: answers are parsed for tool calls (tools given and
+                                      * tool_choice "auto"); otherwise call text stays content */
     int               ignore_eos;
 } gen_params;
 

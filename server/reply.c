@@ -6,11 +6,12 @@
 #include <string.h>
 #include <time.h>
 
-int reply_init(reply *r, int chat) {
-    (void)chat;
+int reply_init(reply *r, int tool_calls) {
     memset(r, 0, sizeof *r);
     r->seq = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)r;
-    return g4_reply_create(&r->p) == G4_OK ? 0 : -1;
+    if (g4_reply_create(&r->p) != G4_OK) return -1;
+    g4_reply_set_tool_calls(r->p, tool_calls);
+    return 0;
 }
 
 void reply_free(reply *r) {

@@ -30,7 +30,8 @@ typedef struct reply_delta {      /* what one reply_push added; borrowed from th
     int               first_call, n_calls;
 } reply_delta;
 
-int  reply_init(reply *r, int chat);
+/* tool_calls 0: call text stays content (g4_reply_set_tool_calls) */
+int  reply_init(reply *r, int tool_calls);
 void reply_free(reply *r);
 void reply_push(reply *r, const char *s, size_t n, int end, reply_delta *d);
 

@@ -498,7 +498,7 @@ static int post_generate(conn *c, const http_req *r, int chat) {
                            "the prompt has %zu tokens; the context of a slot is %d tokens", n_ids, (int)sv->n_ctx_slot);
         goto done;
     }
-    if (chat && reply_init(&g->rp, chat) < 0) { rc = respond_error(c, 503, NULL, NULL, "out of memory"); goto done; }
+    if (chat && reply_init(&g->rp, g->p.tool_calls) < 0) { rc = respond_error(c, 503, NULL, NULL, "out of memory"); goto done; }
     g->j = job_new();
     if (!g->j) { rc = respond_error(c, 503, NULL, NULL, "out of memory"); goto done; }
     job *j = g->j;

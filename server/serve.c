@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ckpt.h"
 #include "srv.h"
 
 static void usage(FILE *out) {
@@ -46,6 +47,9 @@ static void usage(FILE *out) {
             "  --timeout S            slow-client timeout in seconds (default 10)\n"
             "  --grace S              on SIGINT/SIGTERM, let running requests finish this long (default 5)\n"
             "  -ub, --ubatch N        prompt chunk per slot and step (default 128)\n"
+            "  --ctx-checkpoints N    1 (default): a slot saves its state after a long prompt, in a private\n"
+            "                         directory under $TMPDIR, so a resent conversation reuses it after a long\n"
+            "                         answer; 0: never\n"
             "  -v, --verbose          one line per request on stderr\n"
             "  -h, --help             this text\n");
 }
@@ -223,7 +227,8 @@ static int cli_long(const char *flag, const char *s, long lo, long hi, long *out
 
 int cmd_serve(int argc, char **argv) {
     const char *model = NULL, *host = "127.0.0.1", *key_file = NULL, *alias = NULL;
-    long port = 8080, np = 1, ctx = 0, threads = 0, queue = 16, max_body = 8 << 20, max_conns = 64, timeout = 10, grace = 5, ubatch = 128;
+    long port = 8080, np = 1, ctx = 0, threads = 0, queue = 16, max_body = 8 << 20, max_conns = 64, timeout = 10, grace = 5, ubatch = 128,
+         ckpts = 1;
     int verbose = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -245,6 +250,7 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--timeout")) NUM(timeout, 1, 3600);
         else if (!strcmp(a, "--grace")) NUM(grace, 0, 3600);
         else if (!strcmp(a, "-ub") || !strcmp(a, "--ubatch")) NUM(ubatch, 1, 8192);
+        else if (!strcmp(a, "--ctx-checkpoints")) NUM(ckpts, 0, 1);
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) verbose = 1;
         else { fprintf(stderr, "g4 serve: unknown option '%s'\n(g4 serve --help for usage)\n", a); return 2; }
 #undef NUM
@@ -277,13 +283,39 @@ int cmd_serve(int argc, char **argv) {
     int32_t per = ctx ? (int32_t)(ctx / np) : 4096;
     if (per > g4_model_n_ctx_train(sv->m)) per = g4_model_n_ctx_train(sv->m);
     if (per < 16) { fprintf(stderr, "g4 serve: -c %ld gives %d tokens per slot (at least 16 needed)\n", ctx, (int)per); g4_model_close(sv->m); free(sv); return 2; }
-    sched_opts so = {(int)np, per, (int)queue, (int32_t)ubatch};
-    if (sched_create(&sv->sc, sv->m, &so, err, sizeof err) != 0) { fprintf(stderr, "g4 serve: %s\n", err); g4_model_close(sv->m); free(sv); return 1; }
+    char ckdir[600] = "";
+    if (ckpts && ckpt_dir_create(ckdir, sizeof ckdir, err, sizeof err) < 0) {
+        fprintf(stderr, "g4 serve: %s (--ctx-checkpoints 0 turns checkpoints off)\n", err);
+        g4_model_close(sv->m);
+        free(sv);
+        return 1;
+    }
+    sched_opts so;
+    memset(&so, 0, sizeof so);
+    so.n_slots = (int)np;
+    so.n_ctx = per;
+    so.max_queue = (int)queue;
+    so.n_ubatch = (int32_t)ubatch;
+    so.ckpt_dir = ckdir;
+    if (sched_create(&sv->sc, sv->m, &so, err, sizeof err) != 0) {
+        fprintf(stderr, "g4 serve: %s\n", err);
+        ckpt_dir_remove(ckdir);
+        g4_model_close(sv->m);
+        free(sv);
+        return 1;
+    }
     sv->n_ctx_slot = sched_n_ctx(sv->sc);
 
     char desc[300];
     int lfd = listen_on(host, (int)port, desc, sizeof desc);
-    if (lfd < 0) { fprintf(stderr, "g4 serve: %s\n", desc); sched_free(sv->sc); g4_model_close(sv->m); free(sv); return 1; }
+    if (lfd < 0) {
+        fprintf(stderr, "g4 serve: %s\n", desc);
+        sched_free(sv->sc);
+        ckpt_dir_remove(ckdir);
+        g4_model_close(sv->m);
+        free(sv);
+        return 1;
+    }
     int rc = 0;
     if (pipe(g_sig_pipe) != 0) { fprintf(stderr, "g4 serve: pipe: %s\n", strerror(errno)); rc = 1; goto out; }
     fcntl(g_sig_pipe[0], F_SETFD, FD_CLOEXEC);
@@ -350,11 +382,13 @@ out:
     for (int k = 0; k < 200 * ((int)grace + 3) && atomic_load(&sv->conns_open) > 0; k++) usleep(5000);
     int left = atomic_load(&sv->conns_open);
     if (left == 0) {
-        sched_free(sv->sc);
+        sched_free(sv->sc); /* removes the checkpoint files */
+        ckpt_dir_remove(ckdir);
         g4_model_close(sv->m);
         free(sv);
     } else { /* a connection thread still holds the server: leave it to the process exit */
         fprintf(stderr, "g4 serve: %d connection%s did not close in time\n", left, left == 1 ? "" : "s");
+        ckpt_dir_remove(ckdir);
     }
     if (g_sig_pipe[0] >= 0) { close(g_sig_pipe[0]); close(g_sig_pipe[1]); g_sig_pipe[0] = g_sig_pipe[1] = -1; }
     return rc;

@@ -8,12 +8,18 @@
  * limits, and appends to its job.
  *
  * Prefix reuse: a slot keeps its KV cache and the ids in it when its job ends. A new job goes
- * to the idle slot whose ids share the longest prefix with its prompt; the slot is truncated
- * to that prefix (g4_session_truncate may hand back an earlier position, from which the
- * prompt is evaluated) and only the rest of the prompt is evaluated.
+ * to the idle slot whose ids (or checkpoint) share the longest prefix with its prompt; the
+ * slot is truncated to that prefix and only the rest of the prompt is evaluated.
+ * g4_session_truncate hands back less when the sliding-window rings no longer hold what
+ * continuing there needs (the answer generated after a long prompt overwrote the window): then
+ * the slot's context checkpoint (ckpt.h), saved when a long prompt was evaluated, is loaded
+ * and cut back instead, so a resent conversation costs only what follows the shared prefix.
  *
  * Cancellation: the connection sets job->cancel; the scheduler sees it before the next step
- * and frees the slot, so a client that disconnects costs at most one step.
+ * and frees the slot, and during a step every session's abort callback (polled by the library
+ * before each forward chunk) stops the batched eval: the library rolls every session of the
+ * step back, and the next step runs without the cancelled slot. A client that disconnects
+ * costs at most one forward chunk.
  */
 #include "slots.h"
 
@@ -23,10 +29,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "ckpt.h"
 
 enum { PH_IDLE = 0, PH_PROMPT, PH_DECODE };
 
 typedef struct slot {
+    struct sched *owner;
     g4_session *s;
     int32_t    *toks;      /* [n_ctx] ids in the KV cache, in order */
     int32_t     n_toks;
@@ -35,6 +43,7 @@ typedef struct slot {
     int32_t     pending;   /* sampled id to evaluate next (decode) */
     int         phase;
     uint64_t    used;      /* step of the last use, for choosing among equal prefixes */
+    ckpt        ck;        /* the last long prompt's state */
 } slot;
 
 struct sched {
@@ -51,6 +60,10 @@ struct sched {
     int        n_queued;
     int        stopping, draining;
     double     deadline;
+    atomic_int halt;       /* stop evaluating now: sched_free */
+    atomic_llong cut_ns;   /* the drain deadline in ns of sched_now (0 = none): evals stop after it */
+    double     t_begin;    /* creation, for the rates' window */
+    rates      rt;         /* under mu */
     sched_stats st;
     /* step scratch */
     g4_session **bs;       /* [n_slots] */
@@ -151,6 +164,17 @@ static size_t lcp(const int32_t *a, size_t na, const int32_t *b, size_t nb) {
 }
 
 static void finish(sched *s, slot *sl, job *j, int fin, const char *msg) {
+    /* the counters first, so whoever the job's end wakes sees them settled */
+    pthread_mutex_lock(&s->mu);
+    s->st.requests_done++;
+    rates_request(&s->rt, sched_now());
+    s->st.gen_tokens += (uint64_t)j->n_gen;
+    if (sl) s->st.busy--;
+    pthread_mutex_unlock(&s->mu);
+    if (sl) {
+        sl->j = NULL;
+        sl->phase = PH_IDLE;
+    }
     pthread_mutex_lock(&j->mu);
     if (fin == FIN_STOP || fin == FIN_LENGTH) { /* flush: held text and an incomplete character */
         char tail[64];
@@ -165,24 +189,20 @@ static void finish(sched *s, slot *sl, job *j, int fin, const char *msg) {
     j->slot = -1;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
-    pthread_mutex_lock(&s->mu);
-    s->st.requests_done++;
-    s->st.gen_tokens += (uint64_t)j->n_gen;
-    if (sl) s->st.busy--;
-    pthread_mutex_unlock(&s->mu);
-    if (sl) {
-        sl->j = NULL;
-        sl->phase = PH_IDLE;
-    }
     job_release(j);
 }
 
-/* job j enters slot sl: reuse the longest cached prefix */
+/* job j enters slot sl: reuse the longest cached prefix (or the checkpoint's) */
 static void assign(sched *s, slot *sl, job *j) {
     size_t common = lcp(sl->toks, (size_t)sl->n_toks, j->prompt, j->n_prompt);
     int32_t keep = (int32_t)(common < j->n_prompt ? common : j->n_prompt - 1); /* evaluate >= 1 id for logits */
     int32_t pos = g4_session_truncate(sl->s, keep);
     if (pos < 0 || pos > keep) pos = 0, g4_session_reset(sl->s);
+    int loaded = 0;
+    if (sl->ck.n > pos) { /* the checkpoint may share more */
+        int32_t p2 = ckpt_restore(&sl->ck, sl->s, j->prompt, j->n_prompt, pos, (int32_t)j->n_prompt - 1, s->o.n_ubatch, sl->toks);
+        if (p2 >= 0) pos = p2, loaded = 1;
+    }
     sl->n_toks = pos;
     sl->p_done = (size_t)pos;
     sl->j = j;
@@ -197,7 +217,18 @@ static void assign(sched *s, slot *sl, job *j) {
     pthread_mutex_lock(&s->mu);
     s->st.cached_tokens += (uint64_t)pos;
     s->st.prompt_tokens += (uint64_t)(j->n_prompt - (size_t)pos);
+    s->st.ckpt_loads += (uint64_t)loaded;
     pthread_mutex_unlock(&s->mu);
+}
+
+/* the library polls this before each forward chunk of an eval holding the slot's session */
+static int slot_abort(void *ud) {
+    slot *sl = ud;
+    sched *s = sl->owner;
+    if (s->o.test_poll) s->o.test_poll(s->o.test_ud, (int)(sl - s->slots));
+    long long cut = atomic_load(&s->cut_ns);
+    return atomic_load(&s->halt) || (cut && sched_now() * 1e9 > (double)cut) ||
+           (sl->j && sl->phase != -1 && atomic_load(&sl->j->cancel));
 }
 
 static void logprobs(sched *s, job *j, const float *lg, int32_t tok, tok_ev *e) {
@@ -221,19 +252,19 @@ static void logprobs(sched *s, job *j, const float *lg, int32_t tok, tok_ev *e) 
     for (int q = 0; q < e->n_top; q++) e->top_lp[q] = (float)((double)e->top_lp[q] - lse);
 }
 
-/* after the slot's input reached its end: one generated token */
-static void generate(sched *s, slot *sl) {
+/* after the slot's input reached its end: one generated token (returns 1 when one was) */
+static int generate(sched *s, slot *sl) {
     job *j = sl->j;
     const float *lg = g4_session_logits(sl->s);
-    if (j->n_predict >= 0 && j->n_gen >= j->n_predict) { finish(s, sl, j, FIN_LENGTH, NULL); return; }
+    if (j->n_predict >= 0 && j->n_gen >= j->n_predict) { finish(s, sl, j, FIN_LENGTH, NULL); return 0; }
     int32_t tok = g4_sampler_sample(j->smp, lg);
     g4_sampler_accept(j->smp, tok);
-    if (tok < 0 || tok >= s->n_vocab) { finish(s, sl, j, FIN_ERROR, "sampled an id outside the vocabulary"); return; }
+    if (tok < 0 || tok >= s->n_vocab) { finish(s, sl, j, FIN_ERROR, "sampled an id outside the vocabulary"); return 0; }
     tok_ev e;
     memset(&e, 0, sizeof e);
     e.id = tok;
     if (j->top_logprobs >= 0) logprobs(s, j, lg, tok, &e);
-    if (!j->ignore_eos && g4_model_is_eog(s->m, tok)) { finish(s, sl, j, FIN_STOP, NULL); return; }
+    if (!j->ignore_eos && g4_model_is_eog(s->m, tok)) { finish(s, sl, j, FIN_STOP, NULL); return 1; }
     char piece[1100];
     size_t k = g4_detok_push(&j->dt, s->m, tok, 0, piece, sizeof piece);
     pthread_mutex_lock(&j->mu);
@@ -248,12 +279,13 @@ static void generate(sched *s, slot *sl) {
     if (stopped) { /* what followed the stop string is dropped, incomplete character included */
         memset(&j->dt, 0, sizeof j->dt);
         finish(s, sl, j, FIN_STOP, NULL);
-        return;
+        return 1;
     }
-    if (j->n_predict >= 0 && j->n_gen >= j->n_predict) { finish(s, sl, j, FIN_LENGTH, NULL); return; }
-    if (sl->n_toks >= s->o.n_ctx) { finish(s, sl, j, FIN_LENGTH, NULL); return; } /* context full */
+    if (j->n_predict >= 0 && j->n_gen >= j->n_predict) { finish(s, sl, j, FIN_LENGTH, NULL); return 1; }
+    if (sl->n_toks >= s->o.n_ctx) { finish(s, sl, j, FIN_LENGTH, NULL); return 1; } /* context full */
     sl->pending = tok;
     sl->phase = PH_DECODE;
+    return 1;
 }
 
 /* ==== The loop ==== */
@@ -278,6 +310,8 @@ static void admit(sched *s) { /* under s->mu */
             slot *sl = &s->slots[i];
             if (sl->j) continue;
             size_t c = lcp(sl->toks, (size_t)sl->n_toks, j->prompt, j->n_prompt);
+            size_t c2 = lcp(sl->ck.toks, (size_t)sl->ck.n, j->prompt, j->n_prompt);
+            if (c2 > c) c = c2;
             if (best < 0 || c > best_len || (c == best_len && sl->used < s->slots[best].used)) { best = i; best_len = c; }
         }
         if (best < 0) break; /* no idle slot: FIFO, wait */
@@ -320,7 +354,27 @@ static void step(sched *s) {
     double t0 = sched_now();
     g4_status st = g4_batch_eval(s->b, s->bs, s->bt, s->bn, n);
     double dt = sched_now() - t0;
+    if (st == G4_ERR_ABORTED) {
+        /* a job was cancelled (or the server stops) between chunks: every session is back where
+         * it was; the next step runs without the cancelled job. A session that could not go back
+         * (its rings lost the window: never for the one chunk per slot a step holds) restarts
+         * its prompt, or its job fails when it was generating. */
+        for (size_t e = 0; e < n; e++) {
+            slot *sl = &s->slots[s->bi[e]];
+            int32_t np = g4_session_n_past(sl->s);
+            if (np == s->bpast[e]) continue;
+            sl->n_toks = np;
+            if (sl->phase == PH_PROMPT) sl->p_done = (size_t)np;
+            else finish(s, sl, sl->j, FIN_ERROR, "the slot's cache was lost when a neighbouring request was cancelled");
+        }
+        pthread_mutex_lock(&s->mu);
+        s->st.aborted_steps++;
+        rates_step(&s->rt, sched_now(), dt, 0, 0);
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
     int any_prompt = 0;
+    uint64_t n_prompt_tok = 0, n_gen = 0, saves = 0;
     for (size_t e = 0; e < n; e++) {
         slot *sl = &s->slots[s->bi[e]];
         int advanced = g4_session_n_past(sl->s) == s->bpast[e] + (int32_t)s->bn[e];
@@ -343,15 +397,22 @@ static void step(sched *s) {
         sl->used = s->st.steps;
         if (sl->phase == PH_PROMPT) {
             any_prompt = 1;
+            n_prompt_tok += s->bn[e];
             sl->p_done += s->bn[e];
             if (sl->p_done < sl->j->n_prompt) continue;
+            /* a long prompt is in: its state is what the next turn of this conversation starts from */
+            if (sl->ck.path[0] && sl->j->n_prompt >= (size_t)s->o.ckpt_min && sl->j->n_prompt > (size_t)sl->j->n_cached + 1 &&
+                ckpt_save(&sl->ck, sl->s, sl->toks) == 0)
+                saves++;
             if (sl->j->n_predict == 0) { finish(s, sl, sl->j, FIN_LENGTH, NULL); continue; }
         }
-        generate(s, sl);
+        n_gen += (uint64_t)generate(s, sl);
     }
     pthread_mutex_lock(&s->mu);
     s->st.steps++;
+    s->st.ckpt_saves += saves;
     if (any_prompt) s->st.prompt_s += dt; else s->st.decode_s += dt;
+    rates_step(&s->rt, sched_now(), dt, n_prompt_tok, n_gen);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -414,7 +475,12 @@ int sched_create(sched **out, g4_model *m, const sched_opts *o, char *err, size_
     s->m = m;
     s->o = *o;
     if (s->o.n_ubatch <= 0) s->o.n_ubatch = 128;
+    if (s->o.ckpt_min <= 0) s->o.ckpt_min = 2 * s->o.n_ubatch;
     s->n_vocab = g4_model_n_vocab(m);
+    atomic_init(&s->halt, 0);
+    atomic_init(&s->cut_ns, 0);
+    s->t_begin = sched_now();
+    rates_init(&s->rt);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     int n = o->n_slots;
@@ -437,8 +503,14 @@ int sched_create(sched **out, g4_model *m, const sched_opts *o, char *err, size_
         so.n_ubatch = s->o.n_ubatch;
         so.batch_only = 1; /* evaluated through the batch only: no scratch of its own */
         if (g4_session_create(&s->slots[i].s, m, &so, err, errlen) != G4_OK) { sched_free(s); return -1; }
+        s->slots[i].owner = s;
         s->slots[i].toks = malloc((size_t)o->n_ctx * sizeof(int32_t));
-        if (!s->slots[i].toks) { snprintf(err, errlen, "out of memory"); sched_free(s); return -1; }
+        if (!s->slots[i].toks || ckpt_init(&s->slots[i].ck, o->ckpt_dir, i, o->n_ctx) < 0) {
+            snprintf(err, errlen, "out of memory");
+            sched_free(s);
+            return -1;
+        }
+        g4_session_set_abort(s->slots[i].s, slot_abort, &s->slots[i]);
     }
     s->o.n_ctx = g4_session_n_ctx(s->slots[0].s);
     if (pthread_create(&s->th, NULL, loop, s) != 0) { snprintf(err, errlen, "cannot start the scheduler thread"); sched_free(s); return -1; }
@@ -451,6 +523,7 @@ void sched_drain(sched *s, double grace_s) {
     pthread_mutex_lock(&s->mu);
     s->draining = 1;
     s->deadline = sched_now() + grace_s;
+    atomic_store(&s->cut_ns, (long long)(s->deadline * 1e9));
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
@@ -458,6 +531,7 @@ void sched_drain(sched *s, double grace_s) {
 void sched_free(sched *s) {
     if (!s) return;
     if (s->th_started) {
+        atomic_store(&s->halt, 1);
         pthread_mutex_lock(&s->mu);
         s->stopping = 1;
         pthread_cond_broadcast(&s->cv);
@@ -468,6 +542,7 @@ void sched_free(sched *s) {
         for (int i = 0; i < s->o.n_slots; i++) {
             g4_session_free(s->slots[i].s);
             free(s->slots[i].toks);
+            ckpt_free(&s->slots[i].ck);
         }
     g4_batch_free(s->b);
     free(s->slots);
@@ -503,5 +578,6 @@ void sched_get_stats(sched *s, sched_stats *st) {
     pthread_mutex_lock(&s->mu);
     *st = s->st;
     st->queued = s->n_queued;
+    rates_get(&s->rt, sched_now(), s->t_begin, &st->recent);
     pthread_mutex_unlock(&s->mu);
 }

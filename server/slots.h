@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "g4.h"
+#include "rates.h"
 
 enum { FIN_NONE = 0, FIN_STOP, FIN_LENGTH, FIN_ERROR, FIN_CANCEL };
 enum { SCHED_MAX_STOP = 16, SCHED_MAX_STOP_LEN = 256, SCHED_MAX_TOP = 20 };
@@ -68,12 +69,21 @@ typedef struct sched_opts {
     int32_t n_ctx;      /* per slot */
     int     max_queue;  /* jobs waiting beyond the slots */
     int32_t n_ubatch;   /* prompt chunk per slot and step */
+    const char *ckpt_dir; /* context checkpoints (ckpt.h) in this directory; NULL = none */
+    int32_t ckpt_min;   /* checkpoint prompts of at least this many ids (0 = 2 x n_ubatch) */
+    /* a test device (tests/test_sched.c), NULL in the server: called each time the library
+     * polls a slot's abort callback, that is before each forward chunk of a step */
+    void  (*test_poll)(void *ud, int slot);
+    void   *test_ud;
 } sched_opts;
 
 typedef struct sched_stats { /* for /metrics and /health */
     uint64_t prompt_tokens, cached_tokens, gen_tokens, requests_done, steps;
+    uint64_t aborted_steps;            /* steps stopped between chunks for a cancelled job */
+    uint64_t ckpt_saves, ckpt_loads;   /* context checkpoints written, and used for a prompt */
     double   prompt_s, decode_s;
     int      queued, busy, slots;
+    rates_sum recent;                  /* the last minute (rates.h) */
 } sched_stats;
 
 typedef struct sched sched;

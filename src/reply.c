@@ -22,6 +22,7 @@ enum { M_CONTENT, M_CHANNEL_NAME, M_REASONING, M_TOOL };
 
 struct g4_reply {
     int    mode;
+    int    no_calls; /* g4_reply_set_tool_calls(r, 0) */
     char  *b;        /* [n] held bytes: a possible marker prefix, a channel name, or a tool call */
     size_t n, cap;
     char  *j;        /* JSON output scratch for a call */
@@ -35,6 +36,10 @@ g4_status g4_reply_create(g4_reply **out) {
     if (!out) return G4_ERR_ARG;
     *out = calloc(1, sizeof **out);
     return *out ? G4_OK : G4_ERR_NOMEM;
+}
+
+void g4_reply_set_tool_calls(g4_reply *r, int parse) {
+    if (r) r->no_calls = !parse;
 }
 
 void g4_reply_free(g4_reply *r) {
@@ -220,7 +225,7 @@ static g4_status run(g4_reply *r, emit *em, int end) {
         char *b = r->b;
         size_t n = r->n;
         if (r->mode == M_CONTENT || r->mode == M_REASONING) {
-            const char *m1 = r->mode == M_CONTENT ? OPEN_CH : CLOSE_CH, *m2 = r->mode == M_CONTENT ? OPEN_TC : NULL;
+            const char *m1 = r->mode == M_CONTENT ? OPEN_CH : CLOSE_CH, *m2 = r->mode == M_CONTENT && !r->no_calls ? OPEN_TC : NULL;
             char *f1 = n ? memmem(b, n, m1, strlen(m1)) : NULL, *f2 = m2 && n ? memmem(b, n, m2, strlen(m2)) : NULL;
             char *f = f1 && (!f2 || f1 < f2) ? f1 : f2;
             int kind = r->mode == M_CONTENT ? G4_REPLY_CONTENT : G4_REPLY_REASONING;

@@ -29,7 +29,12 @@ typedef struct gen {
     tspec *t;
     size_t n_t, cap;
     int    hd_full;
+    int32_t *pred;         /* [n_vocab] script models: the token after which row r of the head is
+                            * the next token (-1 = none) */
 } gen;
+
+#define SCRIPT_GAIN 2.0f   /* head row = gain x embedding of the previous token */
+#define SCRIPT_POST 1e-4f  /* post-norm scale of script models */
 
 static uint64_t mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -116,7 +121,7 @@ static int vocab_add(vocab *v, const char *s, size_t n, int32_t type) {
 }
 
 /* Learns merges on CORPUS (spaces as ▁) until the vocabulary has n_vocab tokens. */
-static int build_vocab(vocab *v, int n_vocab) {
+static int build_vocab(vocab *v, int n_vocab, int tool_tokens) {
     size_t cap = (size_t)n_vocab;
     v->tok = calloc(cap, sizeof *v->tok); v->len = calloc(cap, sizeof *v->len);
     v->type = calloc(cap, sizeof *v->type); v->score = calloc(cap, sizeof *v->score);
@@ -127,6 +132,9 @@ static int build_vocab(vocab *v, int n_vocab) {
     static const int32_t stype[] = { 3, 3, 3, 3, 3, 3, 3, 3, 4, 4, 4 };
     for (size_t i = 0; i < sizeof specials / sizeof *specials; i++)
         if (vocab_add(v, specials[i], strlen(specials[i]), stype[i])) return -1;
+    static const char *const tool_specials[] = { "<|tool>", "<tool|>", "<|tool_call>", "<tool_call|>", "<tool_response|>", "<|\"|>" };
+    for (size_t i = 0; tool_tokens && i < sizeof tool_specials / sizeof *tool_specials; i++)
+        if (vocab_add(v, tool_specials[i], strlen(tool_specials[i]), 4)) return -1;
     for (int b = 0; b < 256; b++) {
         char s[8];
         snprintf(s, sizeof s, "<0x%02X>", b);
@@ -266,9 +274,27 @@ static int plan_tensors(gen *g) {
     return rc;
 }
 
+static int ends_with(const char *s, const char *suf) {
+    size_t n = strlen(s), k = strlen(suf);
+    return n >= k && strcmp(s + n - k, suf) == 0;
+}
+
 /* f32 values of tensor t, row r (ne0 floats) */
 static void gen_row(const gen *g, const tspec *t, int64_t r, float *x) {
+    if (g->pred && strcmp(t->name, "output.weight") == 0 && g->pred[r] >= 0) { /* script: next token's row */
+        tspec e = *t;
+        snprintf(e.name, sizeof e.name, "token_embd.weight");
+        e.kind = K_EMBED;
+        gen_row(g, &e, g->pred[r], x);
+        for (int64_t i = 0; i < t->ne0; i++) x[i] *= SCRIPT_GAIN;
+        return;
+    }
     rng R = { name_seed(t->name, g->o->seed) ^ mix64((uint64_t)r + 1) };
+    if (g->pred && t->kind == K_NORM && (ends_with(t->name, ".post_attention_norm.weight") ||
+                                        ends_with(t->name, ".post_ffw_norm.weight") || ends_with(t->name, ".post_norm.weight"))) {
+        for (int64_t i = 0; i < t->ne0; i++) x[i] = SCRIPT_POST * (1.0f + 0.1f * rng_gauss(&R));
+        return;
+    }
     switch (t->kind) {
     case K_MATRIX: for (int64_t i = 0; i < t->ne0; i++) x[i] = 0.05f * rng_gauss(&R); break;
     case K_EMBED:  for (int64_t i = 0; i < t->ne0; i++) x[i] = 0.1f * rng_gauss(&R); break;
@@ -337,11 +363,59 @@ static const char TEMPLATE[] =
     "{{ bos_token }}{%- for message in messages -%}<|turn>{{ message['role'] }}\n{{ message['content'] | trim }}"
     "<turn|>\n{%- endfor -%}{%- if add_generation_prompt -%}<|turn>model\n{%- endif -%}";
 
+/* the text of token i as it detokenizes (▁ -> space; a byte token -> its byte) into buf */
+static size_t tok_text(const vocab *v, size_t i, char *buf, size_t cap) {
+    if (v->type[i] == 6) { buf[0] = (char)strtol(v->tok[i] + 3, NULL, 16); return 1; }
+    size_t n = 0;
+    for (size_t k = 0; k < v->len[i] && n < cap; k++) {
+        if (k + 2 < v->len[i] && !memcmp(v->tok[i] + k, "\xe2\x96\x81", 3)) { buf[n++] = ' '; k += 2; }
+        else buf[n++] = v->tok[i][k];
+    }
+    return n;
+}
+
+/* script models: spell o->script with tokens used once each, "\n" first, <eos> last; pred[] */
+static g4_status script_chain(gen *g, const vocab *v, char *err, size_t errlen) {
+    const char *s = g->o->script;
+    size_t n = strlen(s), pos = 0;
+    g->pred = malloc(v->n * sizeof *g->pred);
+    char *used = calloc(v->n, 1);
+    if (!g->pred || !used) { free(used); return g4_errf(G4_ERR_NOMEM, err, errlen, "testgen: out of memory"); }
+    for (size_t i = 0; i < v->n; i++) g->pred[i] = -1;
+    int prev = vocab_find(v, "\n", 1);
+    used[prev] = 1;
+    while (pos < n) {
+        int best = -1;
+        size_t best_len = 0;
+        for (size_t i = 0; i < v->n; i++) {
+            if (used[i] || (v->type[i] != 1 && v->type[i] != 4 && v->type[i] != 6)) continue;
+            char t[256];
+            size_t tl = tok_text(v, i, t, sizeof t);
+            if (tl > best_len && tl <= n - pos && !memcmp(t, s + pos, tl)) { best = (int)i; best_len = tl; }
+        }
+        if (best < 0) {
+            free(used);
+            return g4_errf(G4_ERR_ARG, err, errlen, "testgen: script: no unused token spells byte %zu ('%c') of '%s'", pos, s[pos], s);
+        }
+        g->pred[best] = prev;
+        used[best] = 1;
+        prev = best;
+        pos += best_len;
+    }
+    g->pred[1] = prev; /* then <eos> */
+    free(used);
+    return G4_OK;
+}
+
 static g4_status build(gguf_writer *w, gen *g, vocab *v, char *err, size_t errlen) {
     const g4_testgen_opts *o = g->o;
     const int L = o->n_layer;
     if (o->n_vocab < 400) return g4_errf(G4_ERR_ARG, err, errlen, "testgen: n_vocab must be >= 400");
-    if (build_vocab(v, o->n_vocab)) return g4_errf(G4_ERR_NOMEM, err, errlen, "testgen: out of memory");
+    if (build_vocab(v, o->n_vocab, o->script != NULL)) return g4_errf(G4_ERR_NOMEM, err, errlen, "testgen: out of memory");
+    if (o->script) {
+        g4_status st = script_chain(g, v, err, errlen);
+        if (st != G4_OK) return st;
+    }
     kv_str(w, o, "general.architecture", "gemma4");
     kv_str(w, o, "general.name", "gemma4.c random test model");
     kv_u32(w, o, "general.quantization_version", 2);
@@ -422,6 +496,7 @@ static g4_status build(gguf_writer *w, gen *g, vocab *v, char *err, size_t errle
 static g4_status run(const char *path, void **buf, size_t *len, const g4_testgen_opts *in, char *err, size_t errlen) {
     g4_testgen_opts o = *in;
     testgen_defaults(&o);
+    if (o.script) o.untied = 1, o.fast_fill = 0;
     gen g = { .o = &o, .hd_full = o.head_dim_full };
     vocab v = {0};
     gguf_writer *w = gguf_writer_new();
@@ -432,6 +507,7 @@ static g4_status run(const char *path, void **buf, size_t *len, const g4_testgen
     gguf_writer_free(w);
     vocab_free(&v);
     free(g.t);
+    free(g.pred);
     return st;
 }
 

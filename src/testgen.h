@@ -43,6 +43,16 @@ typedef struct g4_testgen_opts {
     int      fast_fill;      /* 1 = rows drawn from 64 distinct random rows per tensor: valid
                               * data at memcpy speed, for timing-only models (E2B size) */
     uint64_t seed;           /* 0 = 1 */
+    /* A test device: the model answers every prompt that ends in a newline token with this
+     * text (greedy, and with any sampling that keeps only likely tokens). The vocabulary gains
+     * the Gemma 4 tool tokens (<|tool> <tool|> <|tool_call> <tool_call|> <tool_response|>
+     * <|"|>, user-defined, after the other specials); the text is spelled with tokens used once
+     * each (a character's own token, its byte token, or a longer piece), "\n" -> t1 -> ... ->
+     * <eos> is wired into an untied output head whose row for each next token is a multiple of
+     * the current token's embedding, and the post-norms that add to the residual stream are
+     * scaled by 1e-4 so the last hidden state stays close to the current token's embedding.
+     * Fails with a message when the text cannot be spelled so. NULL = an ordinary model. */
+    const char *script;
     /* defect injection for hostile-model tests */
     const char *const *skip; /* NULL-terminated keys / tensor names to omit */
     void (*extra)(gguf_writer *w, void *ud); /* called after the keys, before the tensors */

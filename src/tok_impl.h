@@ -83,6 +83,7 @@ struct g4_vocab {
     int          chat_empty_thought; /* thinking off: gen prompt ends "<|channel>thought\n<channel|>" */
     int          chat_merge_model;   /* an assistant message right after an assistant message
                                       * continues its turn (31B template, continue_same_model_turn) */
+    unsigned     chat_tools;         /* how tools are written (chat.h CHAT_T_*) */
 };
 
 static inline uint32_t tok_len(const g4_vocab *v, int32_t id) { return v->off[id + 1] - v->off[id] - 1; }

@@ -18,6 +18,8 @@
  */
 #include "tok_impl.h"
 
+#include "chat.h"
+
 #include "pool.h"
 
 #include <stdio.h>
@@ -744,6 +746,20 @@ void tok_chat_markers(const char *tmpl, size_t len, int *think_nl, int *empty_th
     *merge_model = memmem(tmpl, len, merge, sizeof merge - 1) != NULL;
 }
 
+/* How the template writes tools (chat.h CHAT_T_*). A template without tool syntax gets the
+ * newest official one's rendering (the 31B-it template's). */
+unsigned tok_chat_tool_markers(const char *t, size_t len) {
+#define HAS(lit) (memmem(t, len, lit, sizeof lit - 1) != NULL)
+    static const char call[] = "'<|tool_call>call:'", openai[] = "{#- OpenAI Chat Completions:", old[] = ",items:{",
+                      r1[] = "message['reasoning_content'] and loop.index0 > ns.last_user_message",
+                      r2[] = "message.get('reasoning') or message.get('reasoning_content')",
+                      join[] = "ns.prev_message_type == 'tool_response' and message['tool_calls']";
+    if (!HAS(call)) return CHAT_T_REASON_V2;
+    return (HAS(openai) ? 0u : CHAT_T_LEGACY) | (HAS(old) ? CHAT_T_PARAMS_OLD : 0u) | (HAS(r1) ? CHAT_T_REASON_V1 : 0u) |
+           (HAS(r2) ? CHAT_T_REASON_V2 : 0u) | (HAS(join) ? CHAT_T_JOIN_CALLS : 0u);
+#undef HAS
+}
+
 static g4_status load_extras(g4_vocab *v, const gguf_file *f, char *err, size_t errlen) {
     const char *fn = gguf_name(f);
     const gguf_kv *kv = NULL;
@@ -785,11 +801,13 @@ static g4_status load_extras(g4_vocab *v, const gguf_file *f, char *err, size_t 
     /* defaults without a template: the template inside llama.cpp's gemma-4 vocab file */
     v->chat_think_nl = 0;
     v->chat_empty_thought = 1;
+    v->chat_tools = CHAT_T_LEGACY | CHAT_T_PARAMS_OLD;
     if (found && tlen > TOK_MAX_TMPL) {
         vlog(v, G4_LOG_WARN, "%s: tokenizer.chat_template: %llu bytes (limit %u), ignored", fn, (unsigned long long)tlen, TOK_MAX_TMPL);
     } else if (found) {
         v->has_template = 1;
         tok_chat_markers(tmpl, (size_t)tlen, &v->chat_think_nl, &v->chat_empty_thought, &v->chat_merge_model);
+        v->chat_tools = tok_chat_tool_markers(tmpl, (size_t)tlen);
     }
     return G4_OK;
 }
@@ -860,6 +878,8 @@ const int32_t *tok_suppress(const g4_vocab *v, size_t *n) {
     *n = v ? v->n_suppress : 0;
     return v ? v->suppress : NULL;
 }
+
+unsigned tok_chat_tools(const g4_vocab *v) { return v ? v->chat_tools : CHAT_T_LEGACY | CHAT_T_PARAMS_OLD; }
 
 void tok_chat_variant(const g4_vocab *v, int *think_nl, int *empty_thought, int *merge_model) {
     *think_nl = v ? v->chat_think_nl : 0;

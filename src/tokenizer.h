@@ -26,6 +26,9 @@ G4_INTERNAL void      tok_chat_variant(const g4_vocab *v, int *think_nl, int *em
 /* The same flags from a template's text (what tok_vocab_load stores). */
 G4_INTERNAL void      tok_chat_markers(const char *tmpl, size_t len, int *think_nl, int *empty_thought,
                                        int *merge_model);
+/* How the template writes tools: chat.h CHAT_T_* flags (from the text; of a vocabulary) */
+G4_INTERNAL unsigned  tok_chat_tool_markers(const char *tmpl, size_t len);
+G4_INTERNAL unsigned  tok_chat_tools(const g4_vocab *v);
 
 /* Encodes text[0..len) (flags: G4_TOK_ADD_BOS, G4_TOK_PARSE_SPECIAL). Writes at most cap ids
  * and sets *n_out to the number produced; G4_ERR_BUFFER when that exceeds cap. */

@@ -69,6 +69,27 @@ T_GROUP(reply) {
     strcat(deep, "}<tool_call|>");
     acc a = split(deep, 0);
     T_CHECK(a.nk == 0 && strcmp(a.content, deep) == 0);
+    /* with tool calls off a call is content; thinking is still split */
+    {
+        static const char in[] = "<|channel>thought\nhm<channel|>a<|tool_call>call:f{x:1}<tool_call|>b";
+        for (size_t step = 0; step <= 2; step++) {
+            acc b;
+            memset(&b, 0, sizeof b);
+            g4_reply *r = NULL;
+            T_CHECK(g4_reply_create(&r) == G4_OK);
+            g4_reply_set_tool_calls(r, 0);
+            size_t n = sizeof in - 1;
+            if (!step) g4_reply_push(r, in, n, 1, on, &b);
+            else {
+                for (size_t i = 0; i < n; i += step) g4_reply_push(r, in + i, n - i < step ? n - i : step, 0, on, &b);
+                g4_reply_push(r, NULL, 0, 1, on, &b);
+            }
+            g4_reply_free(r);
+            T_CHECKF(b.nk == 0 && strcmp(b.content, "a<|tool_call>call:f{x:1}<tool_call|>b") == 0 && strcmp(b.reasoning, "hm") == 0,
+                     "no calls, step %zu: content '%s' reasoning '%s'", step, b.content, b.reasoning);
+        }
+        g4_reply_set_tool_calls(NULL, 0);
+    }
     /* arguments */
     T_CHECK(g4_reply_push(NULL, "x", 1, 0, on, &a) == G4_ERR_ARG && g4_reply_create(NULL) == G4_ERR_ARG);
 }

@@ -807,6 +807,32 @@ T_GROUP(tok_real) {
         T_CHECK(g4_chat_tokenize(&m, cm, 1, 1, 0, 0, got, 32, &gn) == G4_OK && ids_eq(got, (int)gn, want, 13));
         static const int32_t gen_tail[] = {105, 4368, 107, 100, 45518, 107, 101}; /* <|turn>model\n + empty thought */
         T_CHECK(g4_chat_tokenize(&m, cm, 1, 1, 1, 0, got, 32, &gn) == G4_OK && gn == 20 && ids_eq(got + 13, 7, gen_tail, 7));
+        /* a tool conversation: its tokens are the rendered text's with special parsing (the
+         * text between two special tokens tokenized as one, as llama.cpp does), and the tool
+         * syntax's markers are single tokens of this vocabulary */
+        static const char tools[] = "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":"
+                                    "\"Weather now.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":"
+                                    "{\"type\":\"string\"}},\"required\":[\"city\"]}}}]";
+        static const char calls[] = "[{\"id\":\"c1\",\"function\":{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"}}]";
+        g4_chat_turn ct[4] = {{"user", "Weather in Paris?", 17, NULL, 0, NULL, 0, NULL, 0, NULL, 0},
+                              {"assistant", NULL, 0, NULL, 0, calls, sizeof calls - 1, NULL, 0, NULL, 0},
+                              {"tool", "sunny, 21 C", 11, NULL, 0, NULL, 0, "c1", 2, NULL, 0},
+                              {"assistant", "It is sunny.", 12, NULL, 0, NULL, 0, NULL, 0, NULL, 0}};
+        g4_chat_opts co = {1, 1, 0, tools, sizeof tools - 1};
+        char text[2048], cerr[256] = "";
+        size_t tn = 0;
+        int32_t a[512], b[512];
+        size_t an = 0, bn = 0;
+        T_CHECKF(g4_chat_render_turns(&m, ct, 4, &co, text, sizeof text, &tn, cerr, sizeof cerr) == G4_OK, "%s", cerr);
+        T_CHECKF(g4_chat_tokenize_turns(&m, ct, 4, &co, a, 512, &an, cerr, sizeof cerr) == G4_OK, "%s", cerr);
+        T_CHECK(tn > 5 && memcmp(text, "<bos>", 5) == 0 &&
+                g4_tokenize(&m, text + 5, tn - 5, G4_TOK_ADD_BOS | G4_TOK_PARSE_SPECIAL, b, 512, &bn) == G4_OK &&
+                ids_eq(a, (int)an, b, (int)bn));
+        static const char *const marks[] = {"<|tool>", "<tool|>", "<|tool_call>", "<tool_call|>", "<|tool_response>",
+                                            "<tool_response|>", "<|\"|>"};
+        for (size_t i = 0; i < sizeof marks / sizeof *marks; i++)
+            T_CHECKF(g4_tokenize(&m, marks[i], strlen(marks[i]), G4_TOK_PARSE_SPECIAL, b, 4, &bn) == G4_OK && bn == 1,
+                     "%s is %zu tokens", marks[i], bn);
     }
     tok_vocab_free(v);
 }

@@ -5,9 +5,10 @@
  *              [--embd N] [--heads N] [--kv-heads N] [--kv-heads-full N] [--head-dim N]
  *              [--head-dim-full N] [--ff N] [--ff-shared N] [--shared N] [--full-every N]
  *              [--ple N] [--window N] [--vocab N] [--ctx N] [--softcap X] [--untied] [--k-eq-v]
- *              [--shared-kv-tensors] [--no-layer-scale] [--seed N]
+ *              [--shared-kv-tensors] [--no-layer-scale] [--seed N] [--script TEXT]
  * --ple 0 / --shared 0 / --softcap 0 turn those features off. --fast draws each tensor's rows
- * from 64 generated ones (for timing-only models such as `--e2b --q4_k_m --fast`).
+ * from 64 generated ones (for timing-only models such as `--e2b --q4_k_m --fast`). --script TEXT
+ * writes a test device: a model that answers TEXT to any prompt ending in a newline (testgen.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,8 @@ static int usage(void) {
     fprintf(stderr, "usage: g4-mkmodel OUT.gguf [--type T] [--embd-type T] [--q4_k_m] [--twin] [--fast] [--e2b] [--layers N]\n"
                     "       [--embd N] [--heads N] [--kv-heads N] [--kv-heads-full N] [--head-dim N] [--head-dim-full N]\n"
                     "       [--ff N] [--ff-shared N] [--shared N] [--full-every N] [--ple N] [--window N] [--vocab N]\n"
-                    "       [--ctx N] [--softcap X] [--untied] [--k-eq-v] [--shared-kv-tensors] [--no-layer-scale] [--seed N]\n");
+                    "       [--ctx N] [--softcap X] [--untied] [--k-eq-v] [--shared-kv-tensors] [--no-layer-scale] [--seed N]\n"
+                    "       [--script TEXT]   (a test device: the model answers TEXT after a newline, src/testgen.h)\n");
     return 2;
 }
 
@@ -38,6 +40,7 @@ int main(int argc, char **argv) {
         INT("--ple", n_per_layer) INT("--window", window) INT("--vocab", n_vocab) INT("--ctx", n_ctx)
 #undef INT
         if (!strcmp(a, "--seed") && v) { o.seed = strtoull(v, NULL, 10); i++; continue; }
+        if (!strcmp(a, "--script") && v) { o.script = v; i++; continue; }
         if (!strcmp(a, "--softcap") && v) { o.softcap = (float)atof(v); if (o.softcap == 0) o.softcap = -1; i++; continue; }
         if ((!strcmp(a, "--type") || !strcmp(a, "--embd-type")) && v) {
             int t = quant_type_from_name(v);

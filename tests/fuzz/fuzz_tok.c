@@ -120,6 +120,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     g4_chat_msg msgs[2] = {{"user", text, len}, {"assistant", text, len}};
     size_t total = 0;
     if (chat_render(&cv, msgs, 2, "<bos>", 1, data[0] >> 5 & 1, 0, count_emit, &total, NULL, 0) != G4_OK) abort();
+    /* ... and as the JSON of tools, of tool calls and of a tool result, for each tool flavour:
+     * accepted or refused with G4_ERR_ARG, never anything else */
+    cv.tools = (unsigned)(data[0] >> 6) * 0x0bu;
+    g4_chat_turn t[3] = {{"user", "q", 1, NULL, 0, NULL, 0, NULL, 0, NULL, 0},
+                         {"assistant", NULL, 0, text, len, text, len, NULL, 0, NULL, 0},
+                         {"tool", text, len, NULL, 0, NULL, 0, text, len, text, len}};
+    chat_req rq = {t, 3, "<bos>", 1, data[0] >> 5 & 1, 0, text, len};
+    g4_status st = chat_render_req(&cv, &rq, count_emit, &total, NULL, 0);
+    if (st != G4_OK && st != G4_ERR_ARG) abort();
+    rq.tools = NULL;
+    rq.tools_len = 0;
+    st = chat_render_req(&cv, &rq, count_emit, &total, NULL, 0);
+    if (st != G4_OK && st != G4_ERR_ARG) abort();
     free(out);
     free(ids);
     return 0;

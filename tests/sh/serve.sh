@@ -3,8 +3,9 @@
 # for raw SSE framing, /v1/completions equal to `g4 run` (greedy and seeded), stop strings,
 # streamed text equal to the non-streamed, API key, 503 with Retry-After, the hostile
 # catalogue (tests/serve/hostile.py), the load test (tests/serve/load.py), the openai SDK
-# (tests/serve/sdk.mjs, when `make test-deps` installed it), SIGTERM -> exit 0 (under ASan:
-# no leak). Python and curl parts report themselves skipped when those are missing.
+# (tests/serve/sdk.mjs, when `make test-deps` installed it), tool calling on a scripted model
+# (curl, SSE, tests/serve/sdk_tools.mjs), SIGTERM -> exit 0 (under ASan: no leak). Python and
+# curl parts report themselves skipped when those are missing.
 B=${B:-build}
 G4="$B/g4"
 tmp=$(mktemp -d)
@@ -22,7 +23,7 @@ M="$tmp/m.gguf"
 start() { # log, args...
     log=$1; shift
     : >"$log"
-    "$G4" serve -m "$M" --port 0 "$@" 2>"$log" &
+    "$G4" serve -m "${SRV_MODEL:-$M}" --port 0 "$@" 2>"$log" &
     SERVER_PID=$!
     pids="$pids $SERVER_PID"
     PORT=""
@@ -83,6 +84,42 @@ PY
     cached=$(curl -s "$U/v1/completions" -d '{"prompt":"a long shared prefix of several words here and more","max_tokens":2,"temperature":0}' |
              python3 -c 'import sys,json; print(json.load(sys.stdin)["usage"]["prompt_tokens_details"]["cached_tokens"] > 0)')
     check "prefix reuse" True "$cached"
+    # prefix reuse at depth: a resent conversation after an answer longer than the rings'
+    # slack (128) still reuses the first turn (a context checkpoint, or the cache itself)
+    check "prefix reuse at depth" ok "$(python3 - "$PORT" <<'PY'
+import http.client, json, sys
+def req(b):
+    c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=120)
+    c.request("POST", "/v1/chat/completions", json.dumps(b)); r = json.loads(c.getresponse().read()); c.close(); return r
+conv = [{"role": "user", "content": " ".join("w%d" % (i % 50) for i in range(300))}]
+r1 = req({"messages": conv, "max_tokens": 200, "ignore_eos": True, "temperature": 0})
+n1 = r1["usage"]["prompt_tokens"]
+conv += [{"role": "assistant", "content": r1["choices"][0]["message"]["content"]}, {"role": "user", "content": "and then?"}]
+r2 = req({"messages": conv, "max_tokens": 4, "temperature": 0})
+c2 = r2["usage"]["prompt_tokens_details"]["cached_tokens"]
+print("ok" if r1["usage"]["completion_tokens"] == 200 and c2 >= n1 - 3 and r2["usage"]["prompt_tokens"] > n1 else
+      "first prompt %d tokens, second %d with %d cached" % (n1, r2["usage"]["prompt_tokens"], c2))
+PY
+)"
+    # a client that goes away during a long prompt frees its slot at once (between steps, or
+    # within a step through the abort callback) and the server keeps serving
+    check "disconnect during a prompt" ok "$(python3 - "$PORT" <<'PY'
+import http.client, json, socket, sys, time
+port = int(sys.argv[1])
+body = json.dumps({"prompt": " ".join("x%d" % (i % 90) for i in range(1200)), "max_tokens": 2000, "ignore_eos": True}).encode()
+s = socket.create_connection(("127.0.0.1", port), timeout=30)
+s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+time.sleep(0.15)
+s.close()
+def health():
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30); c.request("GET", "/health"); h = json.loads(c.getresponse().read()); c.close(); return h
+t0 = time.time()
+h = health()
+while h["slots_processing"] and time.time() - t0 < 5:
+    time.sleep(0.05); h = health()
+print("ok" if not h["slots_processing"] else "a slot still busy after %.1f s: %r" % (time.time() - t0, h))
+PY
+)"
     python3 tests/serve/hostile.py "$PORT" 2 >"$tmp/hostile.out" 2>&1; rc=$?
     cat "$tmp/hostile.out" | grep -v 'passed, ' >&2
     p=$(sed -n -E 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$tmp/hostile.out"); f=$(sed -n -E 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$tmp/hostile.out")
@@ -110,7 +147,11 @@ if [ -x "${CHROMIUM:-/usr/bin/chromium}" ] && [ -f tests/serve/node_modules/play
 else
     echo "serve: chat page test skipped (needs /usr/bin/chromium and make test-deps)" >&2
 fi
-check "metrics" 1 "$(curl -s "$U/metrics" | grep -c '^g4_tokens_predicted_total ')"
+curl -s "$U/metrics" >"$tmp/metrics"
+check "metrics" 1 "$(grep -c '^g4_tokens_predicted_total ' "$tmp/metrics")"
+check "metrics: rates of the last minute" 1 "$(awk '$1 == "g4_generated_tokens_per_second" && $2 > 0' "$tmp/metrics" | wc -l)"
+check "metrics: checkpoints" 1 "$(awk '$1 == "g4_checkpoints_saved_total" && $2 > 0' "$tmp/metrics" | wc -l)"
+check "metrics: aborted steps" 1 "$(grep -c '^g4_steps_aborted_total ' "$tmp/metrics")"
 check "page" 1 "$(curl -s "$U/" | grep -c -i '<!doctype html>')"
 stop "$SERVER_PID"; check "sigterm exit 0" 0 "$STOP_RC"
 check "shutdown line" 1 "$(grep -c 'shutting down' "$tmp/s1.log")"
@@ -132,6 +173,43 @@ check "Retry-After" 1 "$(ok grep -qi '^retry-after: 1' "$tmp/h503")"
 kill "$long" 2>/dev/null; wait "$long" 2>/dev/null
 stop "$SERVER_PID"; check "sigterm exit 0 (2)" 0 "$STOP_RC"
 grep -q 'ERROR: \(Address\|Leak\)Sanitizer' "$tmp/s2.log" && { fail=$((fail + 1)); echo "FAIL sanitizer report:" >&2; head -n 30 "$tmp/s2.log" >&2; }
+
+# tool calling on a scripted model (g4-mkmodel --script: a test device that answers every
+# prompt ending in a newline with the call below): a real tool_calls answer, raw SSE framing
+# of the streamed call, tool_choice none, the openai SDK (tests/serve/sdk_tools.mjs)
+MT="$tmp/tools.gguf"
+"$B/g4-mkmodel" "$MT" --seed 7 --ctx 4096 --script '<|tool_call>call:sum{x:1}<tool_call|>' >/dev/null 2>&1; check "mkmodel --script" 0 $?
+SRV_MODEL="$MT" start "$tmp/s3.log" -np 2 -t 1
+U="http://127.0.0.1:$PORT"
+TB='"tools":[{"type":"function","function":{"name":"sum","parameters":{"type":"object","properties":{"x":{"type":"integer"}}}}}]'
+if command -v python3 >/dev/null 2>&1; then
+    got=$(curl -s "$U/v1/chat/completions" -d "{\"messages\":[{\"role\":\"user\",\"content\":\"add\"}],$TB,\"temperature\":0}" |
+          python3 -c 'import sys,json; c=json.load(sys.stdin)["choices"][0]; t=c["message"]["tool_calls"][0]["function"]; print(c["finish_reason"], t["name"], json.loads(t["arguments"]), c["message"]["content"])')
+    check "tool call" "tool_calls sum {'x': 1} None" "$got"
+    curl -sN "$U/v1/chat/completions" -d "{\"messages\":[{\"role\":\"user\",\"content\":\"add\"}],$TB,\"temperature\":0,\"stream\":true}" >"$tmp/tsse"
+    check "tool sse: data: lines" 0 "$(grep -cv -e '^data: ' -e '^$' "$tmp/tsse")"
+    got=$(python3 -c '
+import json,sys
+ev=[json.loads(l[6:]) for l in open(sys.argv[1]) if l.startswith("data: {")]
+calls=[t for e in ev for t in (e["choices"][0]["delta"].get("tool_calls") or [])]
+fin=[e["choices"][0]["finish_reason"] for e in ev if e["choices"][0]["finish_reason"]]
+print(len(calls), calls[0]["index"], calls[0]["function"]["name"], calls[0]["function"]["arguments"], fin)' "$tmp/tsse")
+    check "tool sse: one call delta" "1 0 sum {\"x\":1} ['tool_calls']" "$got"
+    check "tool sse ends with [DONE]" "data: [DONE]" "$(grep -v '^$' "$tmp/tsse" | tail -n 1)"
+    got=$(curl -s "$U/v1/chat/completions" -d "{\"messages\":[{\"role\":\"user\",\"content\":\"add\"}],$TB,\"tool_choice\":\"none\",\"temperature\":0}" |
+          python3 -c 'import sys,json; c=json.load(sys.stdin)["choices"][0]; print(c["finish_reason"], "tool_calls" in c["message"], c["message"]["content"])')
+    check "tool_choice none" "stop False <|tool_call>call:sum{x:1}<tool_call|>" "$got"
+fi
+if [ -f tests/serve/node_modules/openai/package.json ] && command -v node >/dev/null 2>&1; then
+    node tests/serve/sdk_tools.mjs "$U" >"$tmp/sdkt.out" 2>&1; rc=$?
+    grep -v 'passed, ' "$tmp/sdkt.out" >&2
+    p=$(sed -n -E 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$tmp/sdkt.out"); f=$(sed -n -E 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$tmp/sdkt.out")
+    pass=$((pass + ${p:-0})); fail=$((fail + ${f:-1})); [ "$rc" -eq 0 ] || [ "${f:-1}" -ne 0 ] || fail=$((fail + 1))
+else
+    echo "serve: openai SDK tool test skipped (make test-deps installs tests/serve)" >&2
+fi
+stop "$SERVER_PID"; check "sigterm exit 0 (3)" 0 "$STOP_RC"
+grep -q 'ERROR: \(Address\|Leak\)Sanitizer' "$tmp/s3.log" && { fail=$((fail + 1)); echo "FAIL sanitizer report:" >&2; head -n 30 "$tmp/s3.log" >&2; }
 
 # usage errors
 "$G4" serve >/dev/null 2>&1; check "no -m: exit 2" 2 $?
