@@ -288,15 +288,20 @@ void attn_hull(int64_t lo, int64_t p, int64_t *a, int64_t *nw) {
     *nw = ((p + 32) & ~(int64_t)31) - *a;
 }
 
-static attn_win attn_window(const g4_session *s, const g4_layer *l, const g4_kv_slot *kv, int64_t pos) {
+/* The window of a query at position pos: [pos - n_swa + 1, pos] on sliding layers (n_swa of
+ * the work's model: the assistant brings its own), [0, pos] on full ones; with attn_prev the
+ * key at pos itself is not there (the assistant attends to the target's cache, which holds
+ * positions < pos: llama.cpp's mask over the shared cells), so the window ends at pos - 1. */
+static attn_win attn_window(const g4_work *wk, const g4_session *s, const g4_layer *l, const g4_kv_slot *kv, int64_t pos) {
     attn_win w;
-    w.p = pos;
-    w.lo = l->swa && w.p - s->m->cfg.n_swa + 1 > 0 ? w.p - s->m->cfg.n_swa + 1 : 0;
+    const int64_t n_swa = wk->m->cfg.n_swa;
+    w.lo = l->swa && pos - n_swa + 1 > 0 ? pos - n_swa + 1 : 0;
+    w.p = wk->attn_prev ? pos - 1 : pos;
     w.n = w.p - w.lo + 1;
     attn_hull(w.lo, w.p, &w.a, &w.nw);
     w.off = w.lo - w.a;
     w.c0 = w.lo % kv->n_cells;
-    G4_ASSERT(w.n <= kv->n_cells && w.c0 + w.n <= kv->n_rows && w.nw <= s->n_cells_max);
+    G4_ASSERT(w.n >= 1 && w.n <= kv->n_cells && w.c0 + w.n <= kv->n_rows && w.nw <= s->n_cells_max);
     return w;
 }
 
@@ -340,7 +345,7 @@ static void attn_rows(const attn_ctx *c, int t, int g, int h0, int nq, int threa
     const int hd = l->head_dim;
     const size_t q_dim = (size_t)hd * (size_t)l->n_head, nr = (size_t)kv->n_rows;
     const int kdt = quant_traits(s->kv_type)->dot_type;
-    const attn_win w = attn_window(s, l, kv, wk->pos[t]);
+    const attn_win w = attn_window(wk, s, l, kv, wk->pos[t]);
     const size_t n = (size_t)w.n, nw = (size_t)w.nw, off = (size_t)w.off;
 
     float   *kq = (float *)(void *)ws;   /* [nq][nw] probabilities over the hull      */
