@@ -519,3 +519,66 @@ T_GROUP(specapi) {
     if (ok_path) { unlink(ok_path); free(ok_path); }
     t_model_close(&t);
 }
+
+/* ==== Allocation failures ==== */
+
+typedef struct sacct { size_t live; long n, fail_at; } sacct;
+
+static void *acct_alloc(void *ud, void *ptr, size_t old, size_t nsz) {
+    sacct *a = ud;
+    if (nsz == 0) { free(ptr); a->live -= old; return NULL; }
+    if (a->fail_at && ++a->n == a->fail_at) return NULL;
+    void *p = realloc(ptr, nsz);
+    if (!p) return NULL;
+    a->live += nsz - old;
+    return p;
+}
+
+/* every allocation of assistant open + session + g4_spec_create (draft-mtp) failing in turn:
+ * G4_ERR_NOMEM, out NULL, nothing leaked (exact accounting through the target's allocator) */
+T_GROUP(specoom) {
+    g4_testgen_opts o = { .wtype = G4_TYPE_Q8_0, .n_per_layer = 32 }, ao = o;
+    ao.assistant = 1;
+    void *buf;
+    size_t len;
+    char err[512];
+    char *apath = write_tmp(&ao);
+    if (!apath || testgen_write_mem(&buf, &len, &o, err, sizeof err) != G4_OK) { T_CHECK(0); free(apath); return; }
+    sacct a = {0};
+    g4_model_opts mo = { .n_threads = 1, .kernels = "scalar", .alloc = acct_alloc, .alloc_ud = &a };
+    g4_model *m = NULL;
+    T_CHECK(model_open_mem(&m, buf, len, "t.gguf", &mo, err, sizeof err) == G4_OK);
+    const size_t live0 = m ? a.live : 0;
+    long n_fail = 0, bad = 0;
+    for (long at = 1; m && at < 500; at++) {
+        a.n = 0;
+        a.fail_at = at;
+        g4_assistant *as = NULL;
+        g4_session *s = NULL;
+        g4_spec *sp = NULL;
+        g4_status st = g4_assistant_open(&as, m, apath, NULL, err, sizeof err);
+        g4_spec_opts so = { .type = G4_SPEC_DRAFT_MTP, .assistant = as, .n_max = 4 };
+        g4_session_opts sso = { .n_ctx = 64, .n_ubatch = 8 };
+        g4_spec_session_opts(&so, &sso);
+        if (st == G4_OK) st = g4_session_create(&s, m, &sso, err, sizeof err);
+        if (st == G4_OK) st = g4_spec_create(&sp, s, &so, err, sizeof err);
+        const int done = st == G4_OK;
+        if (!done) {
+            n_fail++;
+            if ((st != G4_ERR_NOMEM || sp) && bad++ < 5) fprintf(stderr, "    fail at %ld: st %d: %s\n", at, st, err);
+        }
+        g4_spec_free(sp);
+        g4_session_free(s);
+        g4_assistant_close(as);
+        a.fail_at = 0;
+        if (a.live != live0 && bad++ < 5) fprintf(stderr, "    fail at %ld: %zu bytes leaked\n", at, a.live - live0);
+        if (done) break;
+    }
+    T_CHECKF(bad == 0, "%ld of %ld failure points not clean", bad, n_fail);
+    T_CHECK(n_fail > 5);
+    g4_model_close(m);
+    T_CHECK(a.live == 0);
+    unlink(apath);
+    free(apath);
+    free(buf);
+}
