@@ -378,6 +378,18 @@ G4_API g4_status g4_spec_begin(g4_spec *sp, const int32_t *tok, size_t n);
  * history are as before. g4_spec_errmsg says what. */
 G4_API g4_status g4_spec_step(g4_spec *sp, g4_sampler *smp, int32_t last, int32_t *out, size_t cap,
                               size_t *n_out);
+/* The draft g4_spec_step would verify after last (at most min(max, n_max) tokens), without
+ * evaluating anything: the session, the sampler and the history are unchanged (benchmarks,
+ * inspection). */
+G4_API g4_status   g4_spec_draft(g4_spec *sp, int32_t last, int32_t *out, size_t max, size_t *n_out);
+/* The second half of g4_spec_step, for callers that run the verifying eval themselves (a
+ * server verifying several sessions' drafts in one batched pass): the session's last eval
+ * must have been last followed by draft[0 .. k) right after the history, with every token's
+ * logits (G4_EVAL_ALL_LOGITS; G4_EVAL_DECODE_ORDER for plain decoding's bits). Then as
+ * g4_spec_step: out[0 .. *n_out), cap >= k + 1, the session rolled back past the first
+ * rejection. G4_ERR_ARG (nothing changed) when the session's last eval was not that. */
+G4_API g4_status   g4_spec_accept(g4_spec *sp, g4_sampler *smp, int32_t last, const int32_t *draft, size_t k,
+                                  int32_t *out, size_t cap, size_t *n_out);
 G4_API void        g4_spec_get_stats(const g4_spec *sp, g4_spec_stats *st);
 G4_API const char *g4_spec_errmsg(const g4_spec *sp); /* last error, "" if none */
 /* "ngram-simple" -> G4_SPEC_NGRAM_SIMPLE etc. (llama.cpp's names; "none" = G4_SPEC_NONE);

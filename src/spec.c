@@ -202,6 +202,46 @@ static size_t draft(g4_spec *sp, int32_t last, size_t max) {
     return k < (size_t)sp->o.n_min ? 0 : k;
 }
 
+/* The session has just evaluated last and d[0..k) with every token's logits: accept a prefix
+ * of d, sample the token after it, roll the session back, extend the history. Cannot fail. */
+static g4_status accept(g4_spec *sp, g4_sampler *smp, int32_t last, const int32_t *d, size_t k, int32_t *out, size_t *n_out) {
+    g4_session *s = sp->s;
+    const g4_model *m = s->m;
+    const int32_t n_past = s->n_past - (int32_t)(k + 1);
+    /* row i's logits sample the token after batch[i]: a draft stands while it is what the
+     * sampler takes there; the first other token (or the one after the whole draft) ends */
+    size_t n = 0, n_acc = 0;
+    for (size_t i = 0; i <= k; i++) {
+        const float *lg = g4_session_logits_ith(s, i);
+        int acc = 0;
+        const int32_t y = i < k ? sampler_verify(smp, lg, d[i], NULL, &acc) : g4_sampler_sample(smp, lg);
+        g4_sampler_accept(smp, y);
+        out[n++] = y;
+        n_acc += (size_t)acc;
+        if (!acc || g4_model_is_eog(m, y)) break;
+    }
+    /* out[0 .. n-1) were evaluated as drafts and stay; out[n-1] is the new last. The hidden
+     * state of row n-1 (the row that sampled it) starts the next draft chain. */
+    if (sp->mtp) {
+        const float *h = g4_session_hidden(s, n - 1);
+        G4_ASSERT(h);
+        memcpy(sp->h, h, (size_t)m->cfg.n_embd * sizeof *sp->h);
+        sp->have_h = 1;
+    }
+    const int32_t keep = n_past + (int32_t)n;
+    const int32_t kept = g4_session_truncate(s, keep);
+    G4_ASSERT(kept == keep); /* k < n_ubatch: the rings hold it */
+    sp->hist[sp->n_hist++] = last;
+    for (size_t i = 0; i + 1 < n; i++) sp->hist[sp->n_hist++] = out[i];
+    sp->st.n_steps++;
+    sp->st.n_drafts += k > 0;
+    sp->st.n_drafted += k;
+    sp->st.n_accepted += n_acc;
+    sp->st.n_tokens += n;
+    *n_out = n;
+    return G4_OK;
+}
+
 g4_status g4_spec_step(g4_spec *sp, g4_sampler *smp, int32_t last, int32_t *out, size_t cap, size_t *n_out) {
     if (!sp) return G4_ERR_ARG;
     sp->err[0] = '\0';
@@ -234,37 +274,42 @@ g4_status g4_spec_step(g4_spec *sp, g4_sampler *smp, int32_t last, int32_t *out,
         snprintf(sp->err, sizeof sp->err, "spec: %s", g4_session_errmsg(s));
         return st;
     }
-    /* row i's logits sample the token after batch[i]: a draft stands while it is what the
-     * sampler takes there; the first other token (or the one after the whole draft) ends */
-    size_t n = 0, n_acc = 0;
-    for (size_t i = 0; i <= k; i++) {
-        const float *lg = g4_session_logits_ith(s, i);
-        int acc = 0;
-        const int32_t y = i < k ? sampler_verify(smp, lg, d[i], NULL, &acc) : g4_sampler_sample(smp, lg);
-        g4_sampler_accept(smp, y);
-        out[n++] = y;
-        n_acc += (size_t)acc;
-        if (!acc || g4_model_is_eog(m, y)) break;
-    }
-    /* out[0 .. n-1) were evaluated as drafts and stay; out[n-1] is the new last. The hidden
-     * state of row n-1 (the row that sampled it) starts the next draft chain. */
-    if (sp->mtp) {
-        const float *h = g4_session_hidden(s, n - 1);
-        G4_ASSERT(h);
-        memcpy(sp->h, h, (size_t)m->cfg.n_embd * sizeof *sp->h);
-        sp->have_h = 1;
-    }
-    const int32_t keep = n_past + (int32_t)n;
-    const int32_t kept = g4_session_truncate(s, keep);
-    G4_ASSERT(kept == keep); /* k < n_ubatch: the rings hold it */
-    sp->hist[sp->n_hist++] = last;
-    for (size_t i = 0; i + 1 < n; i++) sp->hist[sp->n_hist++] = out[i];
-    sp->st.n_steps++;
-    sp->st.n_drafts += k > 0;
-    sp->st.n_drafted += k;
-    sp->st.n_accepted += n_acc;
-    sp->st.n_tokens += n;
-    *n_out = n;
+    return accept(sp, smp, last, d, k, out, n_out);
+}
+
+g4_status g4_spec_accept(g4_spec *sp, g4_sampler *smp, int32_t last, const int32_t *draft, size_t k, int32_t *out,
+                         size_t cap, size_t *n_out) {
+    if (!sp) return G4_ERR_ARG;
+    sp->err[0] = '\0';
+    if (n_out) *n_out = 0;
+    const g4_session *s = sp->s;
+    if (!smp || !out || !n_out || (k && !draft) || cap < k + 1)
+        return g4_errf(G4_ERR_ARG, sp->err, sizeof sp->err, "spec: accept needs a sampler, the draft and room for k + 1 tokens");
+    if (k > (size_t)sp->o.n_max) /* the rollback must stay within the sliding rings */
+        return g4_errf(G4_ERR_ARG, sp->err, sizeof sp->err, "spec: a draft of %zu tokens is above n_max %d", k, (int)sp->o.n_max);
+    if (!s->logits_rows || s->n_logits != (int32_t)(k + 1) || (size_t)s->n_past != sp->n_hist + k + 1)
+        return g4_errf(G4_ERR_ARG, sp->err, sizeof sp->err, "spec: accept expects the session's last eval to be last and the %zu "
+                       "drafted tokens after the history, with every token's logits", k);
+    if (sp->mtp && !s->hidden)
+        return g4_errf(G4_ERR_ARG, sp->err, sizeof sp->err, "spec: draft-mtp needs the hidden states of that eval");
+    return accept(sp, smp, last, draft, k, out, n_out);
+}
+
+g4_status g4_spec_draft(g4_spec *sp, int32_t last, int32_t *out, size_t max, size_t *n_out) {
+    if (!sp) return G4_ERR_ARG;
+    sp->err[0] = '\0';
+    if (n_out) *n_out = 0;
+    const g4_session *s = sp->s;
+    if (!out || !n_out) return g4_errf(G4_ERR_ARG, sp->err, sizeof sp->err, "spec: draft needs an output buffer");
+    if (last < 0 || last >= s->m->cfg.n_vocab)
+        return g4_errf(G4_ERR_ARG, sp->err, sizeof sp->err, "spec: token %d is outside [0, %d)", (int)last, (int)s->m->cfg.n_vocab);
+    if (sp->n_hist != (size_t)s->n_past)
+        return g4_errf(G4_ERR_ARG, sp->err, sizeof sp->err, "spec: the session holds %d positions but the history %zu "
+                       "(call g4_spec_begin after changing the session)", (int)s->n_past, sp->n_hist);
+    if (max > (size_t)sp->o.n_max) max = (size_t)sp->o.n_max;
+    const size_t k = max ? draft(sp, last, max) : 0;
+    memcpy(out, sp->batch + 1, k * sizeof *out);
+    *n_out = k;
     return G4_OK;
 }
 

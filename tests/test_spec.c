@@ -465,6 +465,46 @@ T_GROUP(specapi) {
     g4_spec_free(NULL);
     g4_assistant_close(NULL);
 
+    /* g4_spec_draft + an eval of the caller's + g4_spec_accept = g4_spec_step */
+    {
+        oracle orc = { .mode = D_MIXED, .V = g4_model_n_vocab(m), .rng = 3 };
+        int32_t ref[24];
+        g4_session *r = t_sess(m, 64, 8, G4_CACHE_F16, 0);
+        T_CHECK(r && plain_run(m, r, ref, 24, 1.0f));
+        g4_session_free(r);
+        orc.ref = ref;
+        orc.n_ref = 24;
+        g4_spec_opts xo = { .type = G4_SPEC_CUSTOM, .n_max = 4, .draft_fn = oracle_draft, .draft_ud = &orc };
+        g4_session_opts xso = { .n_ctx = 64, .n_ubatch = 8 };
+        g4_spec_session_opts(&xo, &xso);
+        g4_session *x = NULL;
+        T_CHECK(g4_session_create(&x, m, &xso, err, sizeof err) == G4_OK && g4_session_eval(x, PROMPT, N_PROMPT) == G4_OK);
+        T_CHECK(g4_spec_create(&sp, x, &xo, err, sizeof err) == G4_OK && g4_spec_begin(sp, PROMPT, N_PROMPT) == G4_OK);
+        g4_sampler *xs = greedy_sampler(m, 1.0f);
+        for (int i = 0; i < N_PROMPT; i++) g4_sampler_accept(xs, PROMPT[i]);
+        int32_t lt = g4_sampler_sample(xs, g4_session_logits(x)), got = 1, same = lt == ref[0];
+        g4_sampler_accept(xs, lt);
+        int32_t bt[8], o8[8];
+        while (same && got < 20) {
+            size_t nd = 0, no = 0;
+            T_CHECK(g4_spec_draft(sp, lt, bt + 1, 4, &nd) == G4_OK);
+            bt[0] = lt;
+            T_CHECK(g4_session_eval_ex(x, bt, nd + 1, G4_EVAL_ALL_LOGITS | G4_EVAL_DECODE_ORDER) == G4_OK);
+            if (g4_spec_accept(sp, xs, lt, bt + 1, nd, o8, 8, &no) != G4_OK) { same = 0; break; }
+            for (size_t i = 0; i < no && got < 24; i++) same &= o8[i] == ref[got++];
+            lt = o8[no - 1];
+        }
+        T_CHECKF(same, "draft + own eval + accept = plain decoding");
+        /* accept after an eval that was not last + the draft: refused, nothing changed */
+        T_CHECK(g4_session_eval(x, &lt, 1) == G4_OK);
+        const int32_t np = g4_session_n_past(x);
+        size_t no = 0;
+        T_CHECK(g4_spec_accept(sp, xs, lt, bt + 1, 2, o8, 8, &no) == G4_ERR_ARG && no == 0 && g4_session_n_past(x) == np);
+        g4_spec_free(sp);
+        g4_sampler_free(xs);
+        g4_session_free(x);
+    }
+
     /* ngram-simple, llama.cpp's rule on a hand-made history */
     const int32_t hist[] = { 1, 2, 3, 4, 5, 6, 7, 1, 2, 3, 9, 9, 9, 9, 9, 1, 2 };
     int32_t d[8];

@@ -79,4 +79,11 @@ check "--draft-max 0: exit 2" [ "$(rc_of run -md "$A" --draft-max 0)" -eq 2 ]
 check "--draft-min > --draft-max: exit 2" [ "$(rc_of run -md "$A" --draft-max 2 --draft-min 3)" -eq 2 ]
 check "--draft-p-min 2: exit 2" [ "$(rc_of run -md "$A" --draft-p-min 2)" -eq 2 ]
 check "--help lists --spec-type" sh -c "\"$G4\" run --help | grep -q -- --spec-type"
+# g4 bench --verify: decode, verify and draft rows, ratios to the decode step
+check "bench --verify: exit 0" [ "$(rc_of "$G4" bench -m "$M" --verify 1,3 -md "$A" -t 1 -r 2 -d 16)" -eq 0 ]
+check "bench --verify: decode row at 1.000" grep -q "| decode .* 1.000 |" "$tmp/out"
+check "bench --verify: verify3 and draft rows" sh -c "grep -q '| verify3 ' '$tmp/out' && grep -q '| draft-mtp step ' '$tmp/out'"
+check "bench --verify -o json" [ "$(rc_of "$G4" bench -m "$M" --verify 1,2 -t 1 -r 2 -d 16 -o json)" -eq 0 ]
+check "bench --verify -o json: ratio field" grep -q '"ratio_to_decode": 1.0000' "$tmp/out"
+check "bench -md without --verify: exit 2" [ "$(rc_of "$G4" bench -m "$M" -md "$A")" -eq 2 ]
 echo "$pass passed, $fail failed"
