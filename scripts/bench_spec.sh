@@ -73,6 +73,29 @@ done
 
 cat "$out/curve.md"
 echo
+# the speed model the curve implies (a model, not a measurement): with each drafted token
+# accepted with probability a, a step with k drafts yields (1 - a^(k+1)) / (1 - a) tokens and
+# costs verify(k+1) (+ k draft steps for draft-mtp) decode steps; best k per a
+awk -F'|' '
+    /\| decode / { v[1] = $7 + 0 }
+    /\| verify[0-9]+ / { t = $5; gsub(/[^0-9]/, "", t); v[t + 0] = $7 + 0 }
+    /\| draft-mtp step / { d = $7 + 0 }
+    END {
+        print "speedup over plain decoding implied by the curve (model; best number of drafts k in parentheses):"
+        print "| acceptance | n-gram drafter (no draft cost) | draft-mtp (k draft steps) |"
+        print "|---:|---:|---:|"
+        for (ai = 5; ai <= 9; ai++) {
+            a = ai / 10; bn = 1; bm = 1; kn = 0; km = 0 # k = 0: no speculation
+            for (k = 1; (k + 1) in v; k++) {
+                e = (1 - a ^ (k + 1)) / (1 - a)
+                sn = e / v[k + 1]; sm = e / (v[k + 1] + k * d)
+                if (sn > bn) { bn = sn; kn = k }
+                if (sm > bm) { bm = sm; km = k }
+            }
+            printf "| %.1f | %.2fx (k=%d) | %.2fx (k=%d) |\n", a, bn, kn, bm, km
+        }
+    }' "$out/curve.md"
+echo
 echo "| drafter | g4 t/s (median) | llama.cpp t/s (median) | g4 / llama.cpp | g4 drafted / accepted | llama.cpp drafted / accepted |"
 echo "|---|---:|---:|---:|---:|---:|"
 med() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
