@@ -315,8 +315,8 @@ typedef struct g4_assistant g4_assistant;
 /* Opens a gemma4-assistant GGUF for target (which must outlive it) and validates it against
  * the target: embedding_length_out = the target's n_embd, same vocabulary, head sizes and KV
  * heads of the target layers whose caches it reads (L-2 sliding, L-1 full), a window the
- * target's sliding caches hold. It shares the target's kernels and thread pool (opts: alloc
- * and log are used; n_threads and kernels are the target's). *out = NULL on failure. */
+ * target's sliding caches hold. It shares the target's kernels, thread pool and allocator
+ * (opts, may be NULL: no_mmap and log are used). *out = NULL on failure. */
 G4_API g4_status g4_assistant_open(g4_assistant **out, g4_model *target, const char *path,
                                    const g4_model_opts *opts, char *err, size_t errlen);
 G4_API void      g4_assistant_close(g4_assistant *a); /* NULL-safe */
