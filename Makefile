@@ -48,7 +48,7 @@ $(B)/obj/src/kern/kern_neon.o:   EXTRA = $(ISA_neon)
 # reference quantizers must not contract a*b+c into FMA (bit-exact with ggml's _ref)
 $(B)/obj/src/quant/%.o:          EXTRA = -ffp-contract=off
 
-.PHONY: all lib cli test asan ubsan tsan debug native fuzz fuzz-tok fuzz-state fuzz-json fuzz-http bench bench-model bench-vs-llama demo install uninstall clean help \
+.PHONY: all lib cli test asan ubsan tsan debug native fuzz fuzz-tok fuzz-state fuzz-json fuzz-http bench bench-model bench-vs-llama bench-spec demo install uninstall clean help \
         test-deps examples tools
 
 all: $(B)/g4 $(B)/libg4.a $(B)/libg4.so $(B)/g4-test $(B)/simple $(TOOLS)
@@ -206,6 +206,12 @@ bench-model: $(B)/g4-mkmodel
 bench-vs-llama: all bench-model
 	sh scripts/bench_vs_llama.sh $(B) $(BENCH_MODEL)
 
+# speculative decoding: the verify/draft cost curve, and g4 next to native llama.cpp's
+# speculative-simple (built from LLAMA_SRC against LLAMA_BIN) with the same drafter rules
+BENCH_ASSISTANT ?= $(B)/bench-e2b-assistant.gguf
+bench-spec: all bench-model
+	sh scripts/bench_spec.sh $(B) $(BENCH_MODEL) $(BENCH_ASSISTANT)
+
 # ---- install ---------------------------------------------------------------------------
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
@@ -240,4 +246,5 @@ help:
 	@echo "  bench          kernel benchmarks"
 	@echo "  bench-model    write a random E2B-shaped Q4_K_M model for timing (build/bench-e2b-q4_k_m.gguf)"
 	@echo "  bench-vs-llama g4 bench and llama.cpp side by side on that model, with ratios"
+	@echo "  bench-spec     speculative decoding: verify/draft costs, g4 vs llama.cpp's speculative-simple"
 	@echo "  install        PREFIX=$(PREFIX) DESTDIR=: g4, libg4.a, libg4.so, g4.h, g4.pc"

@@ -45,4 +45,48 @@ struct g4_model;
 void cli_samp_params(const cli_samp *s, const struct g4_model *m, const char *cmd, int verbose,
                      struct g4_sampler_params *sp);
 
+/* ==== speculative decoding for run and chat (cli/spec.c) ==== */
+
+struct g4_spec_opts;
+struct g4_assistant;
+struct g4_spec;
+struct g4_session;
+struct g4_sampler;
+
+typedef struct cli_spec {
+    const char *draft_model; /* -md */
+    int         type, have_type;
+    long        n_max, n_min, ngram_n, ngram_m; /* 0 = the library's defaults */
+    double      p_min;
+} cli_spec;
+/* Parses a speculative-decoding flag at argv[*i] (as cli_samp_arg). */
+int         cli_spec_arg(cli_spec *c, const char *cmd, int argc, char **argv, int *i);
+const char *cli_spec_usage(void);
+/* 0 and a usage message when the flags contradict each other (after parsing) */
+int         cli_spec_valid(const cli_spec *c, const char *cmd);
+/* Fills o from the flags (type none when speculative decoding is off); opens the assistant
+ * for draft-mtp (*asst, close with g4_assistant_close). 0 and a message on error. */
+int cli_spec_setup(const cli_spec *c, struct g4_model *m, const char *cmd, int log_level, struct g4_spec_opts *o,
+                   struct g4_assistant **asst);
+/* "g4 CMD: speculative: ..." counts on stderr (-v); nothing for NULL */
+void cli_spec_report(const struct g4_spec *sp, const char *cmd);
+
+/* The tokens of a generation, from plain decode steps or from g4_spec_step. The caller
+ * emits tok, then asks for the one after it: cli_gen_next puts tok in the session (or finds
+ * it there) and returns the next (already given to g4_sampler_accept). budget: most tokens
+ * still wanted after tok (<= 0: no limit). */
+typedef struct cli_gen {
+    struct g4_session *s;
+    struct g4_sampler *smp;
+    struct g4_spec    *sp;  /* NULL = plain decoding */
+    int32_t           *pend; /* [cap] the last step's tokens */
+    size_t             np, ip, cap;
+} cli_gen;
+int         cli_gen_init(cli_gen *g, struct g4_session *s, struct g4_sampler *smp, struct g4_spec *sp, int32_t n_max);
+void        cli_gen_free(cli_gen *g);
+int         cli_gen_next(cli_gen *g, int32_t tok, long budget, int32_t *next);
+/* Makes tok (the last emitted) the session's last position and drops unemitted tokens. */
+int         cli_gen_flush(cli_gen *g, int32_t tok);
+const char *cli_gen_errmsg(const cli_gen *g);
+
 #endif

@@ -3,6 +3,7 @@
  *   g4 bench -m MODEL [-t 1,2] [-p 512] [-n 128] [-r 5] [-ub 512] [-o md|json]
  *   g4 bench -m MODEL -np 1,4,8 [-p 128] [-n 32] ...   (batched: llama-batched-bench)
  *   g4 bench -m MODEL -d 0,4096 ...                      (tests after a prefilled context)
+ *   g4 bench -m MODEL --verify 1,2,4,8 [-md ASSISTANT] [-d 256] ...   (speculative: bench_spec.c)
  *
  * Every combination of the comma lists runs: for each model and thread count (the model is
  * opened once per thread count, since g4_model_opts.n_threads is fixed at open), a pp test
@@ -35,6 +36,7 @@
 #include <unistd.h>
 
 #include "bench_batch.h"
+#include "bench_spec.h"
 #include "cli.h"
 #include "g4.h"
 #include "g4_impl.h"
@@ -54,9 +56,15 @@ static void usage(FILE *out) {
             "  -n, --n-gen LIST        generated tokens for tg tests (default 128; 0 = none)\n"
             "  -r, --repetitions N     timed repetitions per test (default 5)\n"
             "  -ub, --ubatch-size LIST prompt chunk size (default 512)\n"
-            "  -d, --n-depth LIST      tokens already in the cache before each test (default 0)\n"
+            "  -d, --n-depth LIST      tokens already in the cache before each test (default 0;\n"
+            "                          with --verify: one depth >= 1, default 256)\n"
             "  -np, -npl LIST          batched: sequences decoding together (llama-batched-bench;\n"
             "                          -p/-n are then per sequence, defaults 128 / 32)\n"
+            "  --verify LIST           speculative decoding costs: one decode step and verifying k tokens in one\n"
+            "                          pass, median ms and ratio to the decode step (bench_spec.c)\n"
+            "  -md FILE                with --verify: also one draft step of this assistant (gemma4-assistant)\n"
+            "  --batch-order           with --verify: verify in llama.cpp's batch float order instead of\n"
+            "                          G4_EVAL_DECODE_ORDER (what g4_spec uses), for comparison\n"
             "  -ctk, --cache-type-k T  KV cache type: f16 (default), f32, q8_0\n"
             "  -o, --output md|json    output format (default md)\n"
             "  --no-warmup             skip the untimed warm-up run\n"
@@ -297,6 +305,65 @@ static double run_once(g4_session *s, const g4_model *m, long depth, long *have,
     return progress_now() - t0;
 }
 
+/* --verify: decode and verify costs per model and thread count (bench_spec.c) */
+static int verify_mode(const char *const *models, int n_models, const long *th, int n_th, const long *vk, int n_vk,
+                       const char *md, long depth, long reps, int warmup, uint64_t seed, int batch_order, int json,
+                       int verbose) {
+    int log_level = verbose ? G4_LOG_INFO : G4_LOG_WARN, first = 1;
+    char err[512];
+    void (*prev)(int) = signal(SIGINT, on_sigint);
+    if (json) printf("[\n");
+    else {
+        printf("| %-30s | %7s | %6s | %-16s | %12s | %9s |\n", "model", "threads", "depth", "test", "ms (median)", "x decode");
+        printf("| %.30s | %.7s | %.6s | %.16s | %.12s | %.9s |\n", "------------------------------", "------:", "-----:",
+               "----------------", "-----------:", "--------:");
+    }
+    int rc = 0;
+    for (int mi = 0; mi < n_models && !rc && !g_int; mi++)
+        for (int ti = 0; ti < n_th && !rc && !g_int; ti++) {
+            g4_model_opts mo = {0};
+            mo.n_threads = (int)th[ti];
+            mo.log = cli_log;
+            mo.log_ud = &log_level;
+            g4_model *m = NULL;
+            if (g4_model_open(&m, models[mi], &mo, err, sizeof err) != G4_OK) { fprintf(stderr, "g4 bench: %s\n", err); rc = 1; break; }
+            model_desc d;
+            describe(m, &d);
+            fprintf(stderr, "g4 bench: %s (kernels %s, %d threads): verify costs at depth %ld, %ld repetitions%s\n", models[mi],
+                    g4_model_kernels(m), g4_model_n_threads(m), depth, reps, warmup ? " after a warm-up" : "");
+            bench_spec_row rows[MAX_LIST + 1];
+            int nr = 0;
+            if (!bench_spec_run(m, md, vk, n_vk, depth, reps, warmup, seed, batch_order, (const volatile int *)&g_int, rows, &nr,
+                                err, sizeof err)) {
+                if (!g_int) { fprintf(stderr, "g4 bench: %s\n", err); rc = 1; }
+            }
+            double dec = 0;
+            for (int i = 0; i < nr; i++) if (!rows[i].draft && rows[i].k == 1) dec = rows[i].med_s;
+            for (int i = 0; i < nr; i++) {
+                char test[32];
+                if (rows[i].draft) snprintf(test, sizeof test, "draft-mtp step");
+                else if (rows[i].k == 1) snprintf(test, sizeof test, "decode");
+                else snprintf(test, sizeof test, "verify%ld%s", rows[i].k, batch_order ? " batch" : "");
+                const double ratio = dec > 0 ? rows[i].med_s / dec : 0;
+                if (json)
+                    printf("%s  {\"model_filename\": \"%s\", \"model_type\": \"%s\", \"n_threads\": %ld, \"depth\": %ld, "
+                           "\"test\": \"%s\", \"k\": %ld, \"median_ns\": %.0f, \"ratio_to_decode\": %.4f}",
+                           first ? "" : ",\n", models[mi], d.name, th[ti], depth, test, rows[i].draft ? 0 : rows[i].k,
+                           rows[i].med_s * 1e9, ratio);
+                else
+                    printf("| %-30.30s | %7ld | %6ld | %-16s | %12.2f | %9.3f |\n", d.name, th[ti], depth, test,
+                           rows[i].med_s * 1e3, ratio);
+                first = 0;
+                fflush(stdout);
+            }
+            g4_model_close(m);
+        }
+    if (json) printf("\n]\n");
+    signal(SIGINT, prev);
+    if (rc) return rc;
+    return g_int ? 130 : 0;
+}
+
 int cmd_bench(int argc, char **argv) {
     const char *models[MAX_MODELS];
     int n_models = 0, json = 0, warmup = 1, verbose = 0;
@@ -304,8 +371,10 @@ int cmd_bench(int argc, char **argv) {
     int n_th = 0, n_pp = 1, n_tg = 1, n_ub = 1, n_np = 0, have_pp = 0, have_tg = 0, n_dep = 1;
     dep[0] = 0;
     pp[0] = 512; tg[0] = 128; ub[0] = 512;
-    const char *cache = NULL;
+    const char *cache = NULL, *md = NULL;
     unsigned long long seed = 1;
+    long vk[MAX_LIST], depth = 256;
+    int n_vk = 0, batch_order = 0, have_dep = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -328,7 +397,7 @@ int cmd_bench(int argc, char **argv) {
             if (!parse_list(a, v, 0, 1 << 20, tg, &n_tg)) return 2;
             have_tg = 1;
         }
-        else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) { NEED(); if (!parse_list(a, v, 0, 1 << 20, dep, &n_dep)) return 2; }
+        else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) { NEED(); if (!parse_list(a, v, 0, 1 << 20, dep, &n_dep)) return 2; have_dep = 1; }
         else if (!strcmp(a, "-np") || !strcmp(a, "-npl") || !strcmp(a, "--n-parallel")) {
             NEED();
             if (!parse_list(a, v, 1, G4_BATCH_MAX_SEQ, npl, &n_np)) return 2;
@@ -356,6 +425,9 @@ int cmd_bench(int argc, char **argv) {
             seed = strtoull(v, &end, 10);
             if (!*v || *end || errno || *v == '-') { fprintf(stderr, "g4 bench: %s expects a non-negative integer, got '%s'\n", a, v); return 2; }
         }
+        else if (!strcmp(a, "--verify")) { NEED(); if (!parse_list(a, v, 1, 256, vk, &n_vk)) return 2; }
+        else if (!strcmp(a, "-md") || !strcmp(a, "--model-draft")) { NEED(); md = v; }
+        else if (!strcmp(a, "--batch-order")) batch_order = 1;
         else if (!strcmp(a, "--no-warmup")) warmup = 0;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) verbose = 1;
         else { fprintf(stderr, "g4 bench: unknown option '%s'\n(g4 bench --help for usage)\n", a); return 2; }
@@ -367,6 +439,15 @@ int cmd_bench(int argc, char **argv) {
         th[0] = nc < 1 ? 1 : nc > 512 ? 512 : nc;
         n_th = 1;
     }
+    if (md && !n_vk) { fprintf(stderr, "g4 bench: -md is used with --verify\n"); return 2; }
+    if (n_vk && have_dep) { /* --verify: one depth, at least one token in the cache */
+        if (n_dep != 1 || dep[0] < 1) {
+            fprintf(stderr, "g4 bench: with --verify, -d takes one depth >= 1, not a list or 0\n");
+            return 2;
+        }
+        depth = dep[0];
+    }
+    if (n_vk) return verify_mode(models, n_models, th, n_th, vk, n_vk, md, depth, reps, warmup, seed, batch_order, json, verbose);
     long max_tok = 0;
     int n_tests = 0;
     if (n_np) { /* batched: llama-batched-bench's defaults, every (np, p, n) combination */

@@ -36,8 +36,9 @@ static void usage(FILE *out) {
             "  -s, --seed N           sampler seed (default: time)\n"
             "  --temp X, --top-k N, --top-p X, --min-p X, --repeat-penalty X, --repeat-last-n N\n"
             "                         sampling (defaults from the model file, as g4 run)\n"
-            "  -v, --verbose          loader messages and timings on stderr\n"
-            "  -h, --help             this text\n");
+            "%s"
+            "  -v, --verbose          loader messages, timings and speculative counts on stderr\n"
+            "  -h, --help             this text\n", cli_spec_usage());
 }
 
 static volatile sig_atomic_t g_chat_interrupted;
@@ -48,6 +49,7 @@ typedef struct chat_opts {
     int think, verbose;
     long n_predict, n_ctx, threads;
     cli_samp samp;
+    cli_spec spec;
 } chat_opts;
 
 static int parse_args(int argc, char **argv, chat_opts *o) {
@@ -68,10 +70,12 @@ static int parse_args(int argc, char **argv, chat_opts *o) {
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { NEED(); if (!cli_int(a, v, 0, INT32_MAX, &o->n_ctx)) return 0; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { NEED(); if (!cli_int(a, v, 0, 512, &o->threads)) return 0; }
         else if ((r = cli_samp_arg(&o->samp, "chat", argc, argv, &i, 1e-6, 1 << 20)) != 0) { if (r < 0) return 0; }
+        else if ((r = cli_spec_arg(&o->spec, "chat", argc, argv, &i)) != 0) { if (r < 0) return 0; }
         else { fprintf(stderr, "g4 chat: unknown option '%s'\n", a); return 0; }
 #undef NEED
     }
     if (!o->model) { fprintf(stderr, "g4 chat: -m MODEL is required\n"); return 0; }
+    if (!cli_spec_valid(&o->spec, "chat")) return 0;
     return 1;
 }
 
@@ -89,6 +93,20 @@ static g4_status tokenize_turn(const g4_model *m, const g4_chat_msg *msgs, size_
         b->ids = nb;
         b->cap = got;
     }
+}
+
+static int idbuf_push(idbuf *b, const int32_t *t, size_t n) {
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n) cap *= 2;
+        int32_t *nb = realloc(b->ids, cap * sizeof *nb);
+        if (!nb) return 0;
+        b->ids = nb;
+        b->cap = cap;
+    }
+    memcpy(b->ids + b->n, t, n * sizeof *t);
+    b->n += n;
+    return 1;
 }
 
 /* one line from stdin without its newline (malloc'ed; NULL at EOF) */
@@ -123,8 +141,11 @@ int cmd_chat(int argc, char **argv) {
     g4_model *m = NULL;
     g4_session *s = NULL;
     g4_sampler *smp = NULL;
-    idbuf turn = {NULL, 0, 0};
+    idbuf turn = {NULL, 0, 0}, hist = {NULL, 0, 0}; /* hist: every token in the session (speculative) */
     char *line = NULL;
+    g4_assistant *asst = NULL;
+    g4_spec *sp = NULL;
+    cli_gen gen = {0};
 
     g4_model_opts mo;
     memset(&mo, 0, sizeof mo);
@@ -133,15 +154,23 @@ int cmd_chat(int argc, char **argv) {
     mo.log_ud = &log_level;
     g4_status st = g4_model_open(&m, o.model, &mo, err, sizeof err);
     if (st != G4_OK) { fprintf(stderr, "g4 chat: %s\n", err); goto done; }
+    g4_spec_opts spo;
+    if (!cli_spec_setup(&o.spec, m, "chat", log_level, &spo, &asst)) goto done;
     g4_session_opts so;
     memset(&so, 0, sizeof so);
     so.n_ctx = (int32_t)o.n_ctx;
+    if (spo.type != G4_SPEC_NONE) g4_spec_session_opts(&spo, &so);
     st = g4_session_create(&s, m, &so, err, sizeof err);
     if (st != G4_OK) { fprintf(stderr, "g4 chat: %s\n", err); goto done; }
-    g4_sampler_params sp;
-    cli_samp_params(&o.samp, m, "chat", o.verbose, &sp);
-    st = g4_sampler_create(&smp, m, &sp, err, sizeof err);
+    if (spo.type != G4_SPEC_NONE && (st = g4_spec_create(&sp, s, &spo, err, sizeof err)) != G4_OK) {
+        fprintf(stderr, "g4 chat: %s\n", err);
+        goto done;
+    }
+    g4_sampler_params sprm;
+    cli_samp_params(&o.samp, m, "chat", o.verbose, &sprm);
+    st = g4_sampler_create(&smp, m, &sprm, err, sizeof err);
     if (st != G4_OK) { fprintf(stderr, "g4 chat: %s\n", err); goto done; }
+    if (cli_gen_init(&gen, s, smp, sp, so.n_logits - 1) != G4_OK) { fprintf(stderr, "g4 chat: out of memory\n"); goto done; }
 
     const int interactive = !o.prompt && isatty(STDIN_FILENO);
     void (*prev)(int) = signal(SIGINT, on_sigint);
@@ -177,6 +206,7 @@ int cmd_chat(int argc, char **argv) {
             st = g4_tokenize(m, tail, sizeof tail - 1, G4_TOK_PARSE_SPECIAL, close, 2, &nc);
             if (st == G4_OK) st = g4_session_eval(s, close, nc);
             if (st != G4_OK) { fprintf(stderr, "g4 chat: %s\n", g4_session_errmsg(s)); goto restore; }
+            if (!idbuf_push(&hist, close, nc)) { fprintf(stderr, "g4 chat: out of memory\n"); goto restore; }
         }
         first = 0;
         st = g4_session_eval(s, turn.ids, turn.n);
@@ -186,28 +216,33 @@ int cmd_chat(int argc, char **argv) {
             goto restore;
         }
         for (size_t i = 0; i < turn.n; i++) g4_sampler_accept(smp, turn.ids[i]);
+        if (sp) { /* the speculative history: every token in the session */
+            if (!idbuf_push(&hist, turn.ids, turn.n)) { fprintf(stderr, "g4 chat: out of memory\n"); goto restore; }
+            if (g4_spec_begin(sp, hist.ids, hist.n) != G4_OK) { fprintf(stderr, "g4 chat: %s\n", g4_spec_errmsg(sp)); goto restore; }
+        }
 
-        /* the answer */
+        /* the answer: every printed token ends up in the session (the end-of-turn token not),
+         * from plain decode steps or verified speculative steps (cli_gen) */
         g4_detok dt;
         memset(&dt, 0, sizeof dt);
         char piece[1024];
         long n_gen = 0;
-        const float *logits = g4_session_logits(s);
+        int32_t tok = g4_sampler_sample(smp, g4_session_logits(s));
+        g4_sampler_accept(smp, tok);
         while (!g_chat_interrupted && (o.n_predict < 0 || n_gen < o.n_predict)) {
-            int32_t tok = g4_sampler_sample(smp, logits);
-            g4_sampler_accept(smp, tok);
             if (g4_model_is_eog(m, tok)) break;
             n_gen++;
             size_t k = g4_detok_push(&dt, m, tok, 0, piece, sizeof piece);
             fwrite(piece, 1, k, stdout);
             fflush(stdout);
-            if (g4_session_n_past(s) >= g4_session_n_ctx(s)) {
+            if (sp && !idbuf_push(&hist, &tok, 1)) { fprintf(stderr, "\ng4 chat: out of memory\n"); goto restore; }
+            if (g_chat_interrupted || (o.n_predict >= 0 && n_gen >= o.n_predict)) st = cli_gen_flush(&gen, tok);
+            else st = cli_gen_next(&gen, tok, o.n_predict >= 0 ? o.n_predict - n_gen : 0, &tok);
+            if (st == G4_ERR_CTX_FULL && g4_session_n_past(s) >= g4_session_n_ctx(s)) {
                 fprintf(stderr, "\ng4 chat: context full (%d tokens)\n", (int)g4_session_n_ctx(s));
                 goto restore;
             }
-            st = g4_session_eval(s, &tok, 1);
-            if (st != G4_OK) { fprintf(stderr, "\ng4 chat: %s\n", g4_session_errmsg(s)); goto restore; }
-            logits = g4_session_logits(s);
+            if (st != G4_OK) { fprintf(stderr, "\ng4 chat: %s\n", cli_gen_errmsg(&gen)); goto restore; }
         }
         size_t k = g4_detok_flush(&dt, piece, sizeof piece);
         fwrite(piece, 1, k, stdout);
@@ -216,14 +251,19 @@ int cmd_chat(int argc, char **argv) {
         answered = 1;
         if (g_chat_interrupted) break;
     }
+    if (o.verbose) cli_spec_report(sp, "chat");
     rc = g_chat_interrupted ? 130 : 0;
 restore:
     signal(SIGINT, prev);
 done:
     free(line);
     free(turn.ids);
+    free(hist.ids);
+    cli_gen_free(&gen);
+    g4_spec_free(sp);
     g4_sampler_free(smp);
     g4_session_free(s);
+    g4_assistant_close(asst);
     g4_model_close(m);
     return rc;
 }

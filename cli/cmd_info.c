@@ -14,8 +14,9 @@
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: g4 info -m FILE [--tensors] [--json]\n"
+            "usage: g4 info -m FILE [-md ASSISTANT] [--tensors] [--json]\n"
             "  -m, --model FILE  GGUF file\n"
+            "  -md FILE          also open a gemma4-assistant (MTP draft model) against it\n"
             "  --tensors         list every tensor (name, type, shape, bytes, offset)\n"
             "  --json            machine-readable output\n"
             "  -v                show warnings from the loader\n");
@@ -119,12 +120,13 @@ static const char *size_name(int32_t n_layer) {
 typedef struct by_type { uint64_t n, bytes, params; } by_type;
 
 int cmd_info(int argc, char **argv) {
-    const char *path = NULL;
+    const char *path = NULL, *md = NULL;
     int tensors = 0, json = 0, verbose = G4_LOG_ERROR;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
         else if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && i + 1 < argc) path = argv[++i];
+        else if ((!strcmp(a, "-md") || !strcmp(a, "--model-draft")) && i + 1 < argc) md = argv[++i];
         else if (!strcmp(a, "--tensors")) tensors = 1;
         else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "-v")) verbose = G4_LOG_WARN;
@@ -155,6 +157,13 @@ int cmd_info(int argc, char **argv) {
     g4_model *m = NULL;
     if (g4_model_open(&m, path, &mo, err, sizeof err) != G4_OK) {
         fprintf(stderr, "g4: %s\n", err);
+        gguf_close(f);
+        return 1;
+    }
+    g4_assistant *asst = NULL;
+    if (md && (mo.vocab_only || g4_assistant_open(&asst, m, md, &mo, err, sizeof err) != G4_OK)) {
+        fprintf(stderr, "g4: %s\n", mo.vocab_only ? "-md needs a target with weights" : err);
+        g4_model_close(m);
         gguf_close(f);
         return 1;
     }
@@ -203,6 +212,12 @@ int cmd_info(int argc, char **argv) {
                        l->kv_src, l->v_is_k ? "true" : "false", (double)l->out_scale);
             }
             printf("]},\n");
+        }
+        if (asst) {
+            printf("  \"assistant\": {\"file\": ");
+            json_str(md, strlen(md));
+            printf(", \"n_layer\": %d, \"n_embd\": %d, \"draft_bytes\": %" PRIu64 "},\n", g4_assistant_n_layer(asst),
+                   g4_assistant_n_embd(asst), g4_assistant_draft_bytes(asst));
         }
         printf("  \"types\": {");
         int first = 1;
@@ -275,6 +290,11 @@ int cmd_info(int argc, char **argv) {
         printf("tokenizer:     %s, %d tokens, %" PRIu64 " merges, bos %d, eos %d, chat template %s\n",
                tokm ? tokm : "?", g4_model_n_vocab(m), merges ? merges->n : 0, bos, eos,
                tmpl ? "present" : "absent");
+        if (asst) {
+            human_bytes((double)g4_assistant_draft_bytes(asst), b1, sizeof b1);
+            printf("assistant:     %s: %d layers of %d, a draft step reads %s; fits this target\n", md, g4_assistant_n_layer(asst),
+                   g4_assistant_n_embd(asst), b1);
+        }
         if (tensors) {
             printf("\n%-40s %-8s %-24s %14s %14s\n", "tensor", "type", "shape", "bytes", "offset");
             for (size_t i = 0; i < nt; i++) {
@@ -288,6 +308,7 @@ int cmd_info(int argc, char **argv) {
             }
         }
     }
+    g4_assistant_close(asst);
     g4_model_close(m);
     gguf_close(f);
     return 0;

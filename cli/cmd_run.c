@@ -45,8 +45,9 @@ static void usage(FILE *out) {
             "  --prompt-cache FILE    reuse the state saved in FILE for the prompt's common prefix, and\n"
             "                         save the state after the prompt there (llama.cpp's --prompt-cache)\n"
             "  --prompt-cache-ro      with --prompt-cache: load only, do not write FILE\n"
-            "  -v, --verbose          memory plan, timings and loader messages on stderr\n"
-            "  -h, --help             this text\n");
+            "%s"
+            "  -v, --verbose          memory plan, timings, speculative counts and loader messages on stderr\n"
+            "  -h, --help             this text\n", cli_spec_usage());
 }
 
 /* SIGINT: stop generating, flush, report, exit 130 (house-style §9). CLI-only state. */
@@ -112,6 +113,7 @@ typedef struct run_opts {
     int ids, verbose, ignore_eos, pcache_ro;
     long n_predict, n_ctx, n_ubatch, threads;
     cli_samp samp;
+    cli_spec spec;
 } run_opts;
 
 /* 1 ok, 0 usage error (message printed), -1 help printed */
@@ -139,10 +141,12 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         else if (!strcmp(a, "--ubatch") || !strcmp(a, "-ub")) { NEED(); if (!cli_int(a, v, 1, 1 << 20, &o->n_ubatch)) return 0; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { NEED(); if (!cli_int(a, v, 0, 512, &o->threads)) return 0; }
         else if ((r = cli_samp_arg(&o->samp, "run", argc, argv, &i, 0, INT32_MAX)) != 0) { if (r < 0) return 0; }
+        else if ((r = cli_spec_arg(&o->spec, "run", argc, argv, &i)) != 0) { if (r < 0) return 0; }
         else { fprintf(stderr, "g4 run: unknown option '%s'\n", a); return 0; }
 #undef NEED
     }
     if (!o->model) { fprintf(stderr, "g4 run: -m MODEL is required\n"); return 0; }
+    if (!cli_spec_valid(&o->spec, "run")) return 0;
     if (!o->prompt == !o->file) { fprintf(stderr, "g4 run: give exactly one of -p PROMPT or -f FILE\n"); return 0; }
     if (o->cache && strcmp(o->cache, "f16") && strcmp(o->cache, "f32") && strcmp(o->cache, "q8_0")) {
         fprintf(stderr, "g4 run: --cache-type expects f16, f32 or q8_0, got '%s'\n", o->cache);
@@ -164,6 +168,9 @@ int cmd_run(int argc, char **argv) {
     g4_model *m = NULL;
     g4_session *s = NULL;
     g4_sampler *smp = NULL;
+    g4_assistant *asst = NULL;
+    g4_spec *sp = NULL;
+    cli_gen gen = { 0 };
     char *text = NULL;
     size_t text_len = 0;
     int32_t *prompt = NULL;
@@ -218,10 +225,13 @@ int cmd_run(int argc, char **argv) {
     }
     if (n_prompt == 0) { fprintf(stderr, "g4 run: the prompt is empty\n"); goto done; }
 
+    g4_spec_opts spo;
+    if (!cli_spec_setup(&o.spec, m, "run", log_level, &spo, &asst)) goto done;
     g4_session_opts so = {0};
     so.n_ctx = (int32_t)o.n_ctx;
     so.n_ubatch = (int32_t)o.n_ubatch;
     so.cache_type = !o.cache || !strcmp(o.cache, "f16") ? G4_CACHE_F16 : !strcmp(o.cache, "f32") ? G4_CACHE_F32 : G4_CACHE_Q8_0;
+    if (spo.type != G4_SPEC_NONE) g4_spec_session_opts(&spo, &so);
     st = g4_session_create(&s, m, &so, err, sizeof err);
     if (st != G4_OK) { fprintf(stderr, "g4 run: %s\n", err); goto done; }
 
@@ -242,9 +252,9 @@ int cmd_run(int argc, char **argv) {
     }
 
     /* sampler */
-    g4_sampler_params sp;
-    cli_samp_params(&o.samp, m, "run", o.verbose, &sp);
-    st = g4_sampler_create(&smp, m, &sp, err, sizeof err);
+    g4_sampler_params sprm;
+    cli_samp_params(&o.samp, m, "run", o.verbose, &sprm);
+    st = g4_sampler_create(&smp, m, &sprm, err, sizeof err);
     if (st != G4_OK) { fprintf(stderr, "g4 run: %s\n", err); goto done; }
 
     void (*prev)(int) = signal(SIGINT, on_sigint);
@@ -284,6 +294,13 @@ int cmd_run(int argc, char **argv) {
     const float *logits = g4_session_logits(s);
     if (o.dump && !write_logits(o.dump, logits, n_vocab)) { signal(SIGINT, prev); goto done; }
     for (size_t i = 0; i < n_prompt; i++) g4_sampler_accept(smp, prompt[i]);
+    if (spo.type != G4_SPEC_NONE) {
+        st = g4_spec_create(&sp, s, &spo, err, sizeof err);
+        if (st == G4_OK) st = g4_spec_begin(sp, prompt, n_prompt);
+        if (st != G4_OK) { fprintf(stderr, "g4 run: %s\n", sp ? g4_spec_errmsg(sp) : err); signal(SIGINT, prev); goto done; }
+        if (o.verbose) fprintf(stderr, "g4 run: speculative decoding: %s\n", g4_spec_type_name(spo.type));
+    }
+    if (cli_gen_init(&gen, s, smp, sp, so.n_logits - 1) != G4_OK) { fprintf(stderr, "g4 run: out of memory\n"); signal(SIGINT, prev); goto done; }
 
     /* generation */
     g4_detok dt = {0};
@@ -292,11 +309,13 @@ int cmd_run(int argc, char **argv) {
     double t2 = now_s();
     /* --ids with -n N: exactly N ids (parity runs); otherwise stop at end of generation */
     int stop_eog = !o.ignore_eos && (!o.ids || o.n_predict < 0), ctx_full = 0;
+    /* tok: the next token to print; cli_gen_next evaluates it (one decode step, or a
+     * speculative step that may return several verified tokens) and gives the one after */
+    int32_t tok = g4_sampler_sample(smp, logits);
+    g4_sampler_accept(smp, tok);
     for (;;) {
         if (o.n_predict >= 0 && n_gen >= o.n_predict) break;
         if (g_interrupted) break;
-        int32_t tok = g4_sampler_sample(smp, logits);
-        g4_sampler_accept(smp, tok);
         if (stop_eog && g4_model_is_eog(m, tok)) break;
         n_gen++;
         if (o.ids) printf("%s%d", n_gen > 1 ? "," : "", (int)tok);
@@ -306,10 +325,9 @@ int cmd_run(int argc, char **argv) {
         }
         fflush(stdout);
         if (o.n_predict >= 0 && n_gen >= o.n_predict) break;
-        if (g4_session_n_past(s) >= g4_session_n_ctx(s)) { ctx_full = 1; break; }
-        st = g4_session_eval(s, &tok, 1);
-        if (st != G4_OK) { fprintf(stderr, "\ng4 run: %s\n", g4_session_errmsg(s)); signal(SIGINT, prev); goto done; }
-        logits = g4_session_logits(s);
+        st = cli_gen_next(&gen, tok, o.n_predict >= 0 ? o.n_predict - n_gen : 0, &tok);
+        if (st == G4_ERR_CTX_FULL && g4_session_n_past(s) >= g4_session_n_ctx(s)) { ctx_full = 1; break; }
+        if (st != G4_OK) { fprintf(stderr, "\ng4 run: %s\n", cli_gen_errmsg(&gen)); signal(SIGINT, prev); goto done; }
     }
     double t_gen = now_s() - t2;
     signal(SIGINT, prev);
@@ -326,12 +344,16 @@ int cmd_run(int argc, char **argv) {
                 t_prompt > 0 ? (double)n_prompt / t_prompt : 0.0);
         fprintf(stderr, "g4 run: generated %ld tokens in %.3f s (%.2f tok/s)\n", n_gen, t_gen,
                 t_gen > 0 && n_gen > 1 ? (double)(n_gen - 1) / t_gen : 0.0);
+        cli_spec_report(sp, "run");
     }
     rc = g_interrupted ? 130 : 0;
 
 done:
+    cli_gen_free(&gen);
+    g4_spec_free(sp);
     g4_sampler_free(smp);
     g4_session_free(s);
+    g4_assistant_close(asst);
     g4_model_close(m);
     free(prompt);
     free(text);

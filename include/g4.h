@@ -125,6 +125,9 @@ typedef struct g4_session_opts {
     int     batch_only; /* 1 = evaluated only through g4_batch_eval: no rows scratch of its
                          * own (g4_session_eval then fails), so an added session costs its KV
                          * cache and one logits row; n_ubatch still bounds its tokens per chunk */
+    int     keep_hidden; /* 1 = keep, next to each logits row, the post-final-norm hidden state
+                          * of that token (the LM head's input, n_embd floats): g4_session_hidden.
+                          * The MTP drafter (G4_SPEC_DRAFT_MTP) reads it */
 } g4_session_opts;
 
 /* Allocates the KV cache and every buffer once; evals never allocate. *out = NULL on failure. */
@@ -151,6 +154,10 @@ G4_API g4_status    g4_session_eval_ex(g4_session *s, const int32_t *tok, size_t
 /* Logits of the i-th token of the last eval call (0 <= i < n_tok) when it returned every
  * token's (logits_all or G4_EVAL_ALL_LOGITS), else NULL. */
 G4_API const float *g4_session_logits_ith(const g4_session *s, size_t i);
+/* [n_embd] post-final-norm hidden state of the i-th logits row of the last eval (i = 0 only
+ * after an eval that returned one row, 0 <= i < n_tok after one that returned every token's),
+ * valid until the next eval/reset/truncate/free; NULL without keep_hidden or out of range. */
+G4_API const float *g4_session_hidden(const g4_session *s, size_t i);
 G4_API void         g4_session_reset(g4_session *s);               /* forget all positions */
 G4_API int32_t      g4_session_n_past(const g4_session *s);
 G4_API int32_t      g4_session_n_ctx(const g4_session *s);
@@ -286,6 +293,116 @@ G4_API void      g4_sampler_reset(g4_sampler *s);
 /* Picks a token from logits[n_vocab]; never fails on NaN/Inf (returns the argmax of the
  * finite values, or 0). */
 G4_API int32_t   g4_sampler_sample(g4_sampler *s, const float *logits);
+
+/* ==== Speculative decoding ====
+ * One decoded token reads every weight; verifying k drafted tokens in one pass
+ * (g4_session_eval_ex with G4_EVAL_ALL_LOGITS | G4_EVAL_DECODE_ORDER) reads them once for all.
+ * A g4_spec drives that loop for one session: a drafter proposes up to n_max tokens, the
+ * target verifies them in one eval, the sampler accepts a prefix (greedy: exactly the tokens
+ * plain decoding would have produced, bit for bit; sampled: the standard rejection rule, so
+ * the output distribution is the target's), and the session is rolled back past the first
+ * rejection. Drafters, with llama.cpp's names (--spec-type):
+ *   G4_SPEC_NGRAM_SIMPLE  "ngram-simple": the last ngram_n tokens looked up earlier in the
+ *                         history; the up to ngram_m tokens that followed them are the draft
+ *                         (common/ngram-map.cpp common_ngram_simple_draft, same rule)
+ *   G4_SPEC_DRAFT_MTP     "draft-mtp": the Gemma 4 assistant (a second GGUF, g4_assistant_open)
+ *                         chains up to n_max drafts from the target's hidden state, reading the
+ *                         target session's KV cache (llama.cpp's gemma4-assistant graph); a
+ *                         draft whose top-10 softmax probability is below p_min ends the chain
+ *   G4_SPEC_CUSTOM        draft_fn(ud, ...) proposes the draft (tests, other drafters)
+ * Typical loop (the plain loop is: eval(tok); tok = sample()):
+ *   g4_spec_session_opts(&spo, &so);  g4_session_create(&s, m, &so, ...);
+ *   g4_session_eval(s, prompt, n);    g4_spec_create(&sp, s, &spo, ...);
+ *   g4_spec_begin(sp, prompt, n);     tok = g4_sampler_sample(smp, g4_session_logits(s));
+ *   g4_sampler_accept(smp, tok);
+ *   for (;;) { emit tok; if (eog) break;
+ *              g4_spec_step(sp, smp, tok, out, cap, &k);  emit out[0 .. k-1]; tok = out[k-1]; } */
+typedef struct g4_assistant g4_assistant;
+
+/* Opens a gemma4-assistant GGUF for target (which must outlive it) and validates it against
+ * the target: embedding_length_out = the target's n_embd, same vocabulary, head sizes and KV
+ * heads of the target layers whose caches it reads (L-2 sliding, L-1 full), a window the
+ * target's sliding caches hold. It shares the target's kernels, thread pool and allocator
+ * (opts, may be NULL: no_mmap and log are used). *out = NULL on failure. */
+G4_API g4_status g4_assistant_open(g4_assistant **out, g4_model *target, const char *path,
+                                   const g4_model_opts *opts, char *err, size_t errlen);
+G4_API void      g4_assistant_close(g4_assistant *a); /* NULL-safe */
+G4_API int32_t   g4_assistant_n_embd(const g4_assistant *a);  /* its own hidden size */
+G4_API int32_t   g4_assistant_n_layer(const g4_assistant *a);
+G4_API uint64_t  g4_assistant_draft_bytes(const g4_assistant *a); /* weight bytes one draft step reads */
+
+enum { G4_SPEC_NONE = 0, G4_SPEC_NGRAM_SIMPLE = 1, G4_SPEC_DRAFT_MTP = 2, G4_SPEC_CUSTOM = 3 };
+
+/* A custom drafter: writes at most max tokens predicted to follow hist[0..n_hist) (the
+ * session's tokens) and then last (sampled, not yet evaluated); returns how many. */
+typedef size_t (*g4_draft_fn)(void *ud, const int32_t *hist, size_t n_hist, int32_t last,
+                              int32_t *draft, size_t max);
+
+typedef struct g4_spec_opts {
+    int           type;      /* G4_SPEC_* */
+    int32_t       n_max;     /* most drafted tokens per step, 0 = the type's default: 3 for draft-mtp
+                              * (llama.cpp's --spec-draft-n-max), ngram_m for ngram-simple, 8 custom */
+    int32_t       n_min;     /* drafts shorter than this are not verified (0) */
+    float         p_min;     /* draft-mtp: a draft below this top-10 probability ends the chain (0) */
+    int32_t       ngram_n;   /* ngram-simple: lookup length, 0 = 12 (--spec-ngram-simple-size-n) */
+    int32_t       ngram_m;   /* ngram-simple: draft length, 0 = 48 (--spec-ngram-simple-size-m) */
+    g4_assistant *assistant; /* draft-mtp: opened for the session's model */
+    g4_draft_fn   draft_fn;  /* custom */
+    void         *draft_ud;
+} g4_spec_opts;
+
+typedef struct g4_spec_stats {
+    uint64_t n_steps;    /* g4_spec_step calls that succeeded */
+    uint64_t n_drafts;   /* steps that verified a non-empty draft */
+    uint64_t n_drafted;  /* drafted tokens verified */
+    uint64_t n_accepted; /* drafted tokens accepted */
+    uint64_t n_tokens;   /* tokens returned */
+} g4_spec_stats;
+
+typedef struct g4_spec g4_spec;
+
+/* Raises so's n_logits, n_ubatch and keep_hidden to what a g4_spec with o needs (n_max + 1
+ * logits rows, n_ubatch >= n_max + 1 so a rollback never leaves the sliding rings). */
+G4_API void      g4_spec_session_opts(const g4_spec_opts *o, g4_session_opts *so);
+/* Binds a speculative decoder to s (s must outlive it and is driven only through it while
+ * generating). Refuses a session that cannot verify n_max + 1 tokens at once, an assistant
+ * of another model, a missing drafter. *out = NULL on failure. */
+G4_API g4_status g4_spec_create(g4_spec **out, g4_session *s, const g4_spec_opts *o,
+                                char *err, size_t errlen);
+G4_API void      g4_spec_free(g4_spec *sp); /* NULL-safe */
+/* The tokens in the session (n == g4_session_n_past), after the prompt eval and after any
+ * change made to the session outside g4_spec_step (truncate, reset). draft-mtp takes the
+ * hidden state of the session's last eval row (none after a truncate: that step drafts
+ * nothing, and the next has one). */
+G4_API g4_status g4_spec_begin(g4_spec *sp, const int32_t *tok, size_t n);
+/* Evaluates last (sampled from the previous logits, already given to g4_sampler_accept)
+ * followed by a draft, and samples with smp (g4_sampler_accept is called for each token
+ * returned): out[0 .. *n_out) are the accepted drafts and one token sampled after them, the
+ * new "last" (not yet evaluated), so 1 <= *n_out <= cap. An end-of-generation token ends
+ * out. The draft is cut to fit cap - 1 and the context. With greedy sampling out is exactly
+ * what that many plain steps give. Errors: G4_ERR_ARG (last out of range, cap 0),
+ * G4_ERR_CTX_FULL (no room for last), G4_ERR_ABORTED; then the session, the sampler and the
+ * history are as before. g4_spec_errmsg says what. */
+G4_API g4_status g4_spec_step(g4_spec *sp, g4_sampler *smp, int32_t last, int32_t *out, size_t cap,
+                              size_t *n_out);
+/* The draft g4_spec_step would verify after last (at most min(max, n_max) tokens), without
+ * evaluating anything: the session, the sampler and the history are unchanged (benchmarks,
+ * inspection). */
+G4_API g4_status   g4_spec_draft(g4_spec *sp, int32_t last, int32_t *out, size_t max, size_t *n_out);
+/* The second half of g4_spec_step, for callers that run the verifying eval themselves (a
+ * server verifying several sessions' drafts in one batched pass): the session's last eval
+ * must have been last followed by draft[0 .. k) right after the history, with every token's
+ * logits (G4_EVAL_ALL_LOGITS; G4_EVAL_DECODE_ORDER for plain decoding's bits). Then as
+ * g4_spec_step: out[0 .. *n_out), cap >= k + 1, the session rolled back past the first
+ * rejection. G4_ERR_ARG (nothing changed) when the session's last eval was not that. */
+G4_API g4_status   g4_spec_accept(g4_spec *sp, g4_sampler *smp, int32_t last, const int32_t *draft, size_t k,
+                                  int32_t *out, size_t cap, size_t *n_out);
+G4_API void        g4_spec_get_stats(const g4_spec *sp, g4_spec_stats *st);
+G4_API const char *g4_spec_errmsg(const g4_spec *sp); /* last error, "" if none */
+/* "ngram-simple" -> G4_SPEC_NGRAM_SIMPLE etc. (llama.cpp's names; "none" = G4_SPEC_NONE);
+ * -1 if unknown. */
+G4_API int         g4_spec_type_from_name(const char *name);
+G4_API const char *g4_spec_type_name(int type);
 
 /* ==== Chat format ==== */
 

@@ -291,11 +291,17 @@ void attn_hull(int64_t lo, int64_t p, int64_t *a, int64_t *nw) {
     *nw = ((p + 32) & ~(int64_t)31) - *a;
 }
 
-static attn_win attn_window(const g4_session *s, const g4_layer *l, int64_t pos) {
+/* The window of a query at position pos: [pos - n_swa + 1, pos] on sliding layers (n_swa of
+ * the work's model: the assistant brings its own), [0, pos] on full ones; with attn_prev the
+ * key at pos itself is not there (the assistant attends to the target's cache, which holds
+ * positions < pos: llama.cpp's mask over the shared cells), so the window ends at pos - 1. */
+static attn_win attn_window(const g4_work *wk, const g4_layer *l, int64_t pos) {
     attn_win w;
-    w.p = pos;
-    w.lo = l->swa && w.p - s->m->cfg.n_swa + 1 > 0 ? w.p - s->m->cfg.n_swa + 1 : 0;
+    const int64_t n_swa = wk->m->cfg.n_swa;
+    w.lo = l->swa && pos - n_swa + 1 > 0 ? pos - n_swa + 1 : 0;
+    w.p = wk->attn_prev ? pos - 1 : pos;
     w.n = w.p - w.lo + 1;
+    G4_ASSERT(w.n >= 1);
     return w;
 }
 
@@ -330,8 +336,8 @@ static void job_init(attn_job *j, g4_work *w, const g4_layer *l, int t0, int R, 
     j->g = g;
     j->G = l->n_head / l->n_head_kv;
     j->hd = l->head_dim;
-    j->lo = attn_window(s, l, w->pos[t0]).lo;
-    j->hi = w->pos[t0 + R - 1];
+    j->lo = attn_window(w, l, w->pos[t0]).lo;
+    j->hi = attn_window(w, l, w->pos[t0 + R - 1]).p;
     attn_hull(j->lo, j->hi, &j->A, &j->NW);
     j->c0 = j->lo % j->kv->n_cells;
     j->seq_n = w->seq_n[t0];
@@ -382,7 +388,7 @@ static void job_softmax(const attn_job *j, const g4_work *w, int k0, int k1) {
     const g4_kern *kern = w->m->kern;
     const int vdt = quant_traits(j->s->kv_type)->dot_type;
     for (int k = k0; k < k1; k++) {
-        const attn_win win = attn_window(j->s, j->l, w->pos[j->t0 + k / j->G]);
+        const attn_win win = attn_window(w, j->l, w->pos[j->t0 + k / j->G]);
         float *row = j->kq + (size_t)k * (size_t)j->NW;
         const int64_t off = win.lo - j->A;
         attn_softmax(row + off, win.n, win.lo);
@@ -543,8 +549,8 @@ void attn_compute(g4_work *w, const g4_layer *l, int r0, int T) {
         int R = 1;
         while (t + R < T && R < G4_ATTN_TILE && w->sess[t + R] == s && w->pos[t + R] == w->pos[t] + R) {
             /* the union of R + 1 rows must fit the scratch */
-            int64_t lo = attn_window(s, l, w->pos[t]).lo, a, nw;
-            attn_hull(lo, w->pos[t] + R, &a, &nw);
+            int64_t lo = attn_window(w, l, w->pos[t]).lo, a, nw;
+            attn_hull(lo, attn_window(w, l, w->pos[t] + R).p, &a, &nw);
             if ((int64_t)(R + 1) * G * nw > s->ws_kq_cap || (R + 1) * G > s->ws_q_cap) break;
             R++;
         }

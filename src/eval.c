@@ -94,6 +94,7 @@ static g4_status run_chunk(sched *c, int64_t c0, int64_t c1, char *err, size_t e
             w->seq_n[r] = c->decode_order ? 1 : (int32_t)c->k;
             w->ocol[r] = !out || c->decode_order ? 0 : c->out_base[i] + (all_out(c, i) ? (int32_t)j : 0);
             w->odst[r] = out ? s->logits + (all_out(c, i) ? idx : 0) * V : NULL;
+            w->hdst[r] = out && s->hidden ? s->hidden + (all_out(c, i) ? idx : 0) * (size_t)w->m->cfg.n_embd : NULL;
             if (w->pos[r] + 1 > c->hi[i]) c->hi[i] = w->pos[r] + 1;
             r++;
         }

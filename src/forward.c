@@ -312,6 +312,8 @@ static void layer(g4_work *w, int il, int r_kv, int r0, int T) {
         for (size_t i = (size_t)r0 * (size_t)E; i < (size_t)T * (size_t)E; i++) w->inpL[i] *= l->out_scale;
 }
 
+void forward_layer(g4_work *w, int il, int r_kv, int r0, int T) { layer(w, il, r_kv, r0, T); }
+
 /* ==== Output ==== */
 
 /* Final norm, LM head and soft-cap for rows [r0, T) -> logits rows [0, T-r0) of the work,
@@ -324,6 +326,8 @@ static void output(g4_work *w, int r0, int T) {
     const int n = T - r0;
     G4_ASSERT(n <= w->n_out_rows);
     norm_rows(w, w->cur, w->inpL, m->output_norm, r0, T);
+    for (int t = r0; t < T; t++) /* "h_nextn": the LM head's input, for the MTP drafter */
+        if (w->hdst[t]) memcpy(w->hdst[t], w->cur + (size_t)t * E, (size_t)E * sizeof(float));
     const g4_tensor *head = m->output ? m->output : m->token_embd; /* tied: rows [0, n_vocab) */
     /* the head sees only the output rows, as llama.cpp's graph after ggml_get_rows(out_ids):
      * its columns are the ubatch's outputs. Rows bound for consecutive logits rows (one

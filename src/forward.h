@@ -85,6 +85,11 @@ typedef struct g4_work {
     int32_t *seq_n;         /* [n_rows] tokens of its session in that ubatch                */
     int32_t *ocol;          /* [n_rows] output rows: index among the ubatch's outputs       */
     float  **odst;          /* [n_rows] output rows: where its logits go (may be a logits row) */
+    float  **hdst;          /* [n_rows] output rows: where its post-final-norm hidden state
+                             * goes (the LM head's input, n_embd floats), NULL = nowhere      */
+    int      attn_prev;     /* 1 = a query at position p sees keys up to p - 1 only, over the
+                             * work model's window (the assistant, whose token is not in the
+                             * target's cache: mtp.c); 0 = up to p, as a decoder layer        */
     int64_t  batch_n;       /* columns of llama.cpp's ubatch                                */
     int64_t  n_outputs;     /* outputs of llama.cpp's ubatch                                */
 } g4_work;
@@ -97,7 +102,7 @@ typedef struct g4_plan {
 } g4_plan;
 typedef struct g4_work_plan {
     uint64_t inpL, cur, q, kc, vc, kqv, gate, up, pe, ipl, plp, rope, act, logits;
-    uint64_t tok, pos, sess, col, seq_n, ocol, odst;
+    uint64_t tok, pos, sess, col, seq_n, ocol, odst, hdst;
     size_t   act_row_max;
     int32_t  head_dim_max;
     int32_t  n_rows, n_out_rows;
@@ -138,6 +143,8 @@ struct g4_session {
     int32_t  ws_q_cap;      /* a job's rows x heads                                        */
     int32_t  n_cells_max;   /* largest n_cells of any slot + 64: bound of a window's hull   */
     float   *logits;        /* [n_logit_rows][n_vocab] after the soft-cap                   */
+    float   *hidden;        /* [n_logit_rows][n_embd] post-final-norm hidden state of each
+                             * logits row (keep_hidden), else NULL                           */
     int32_t  n_logit_rows;  /* capacity: n_logits option (n_ubatch with logits_all, else 1)  */
     int32_t  n_logits;      /* rows valid from the last eval (0 before the first eval)      */
     int      logits_rows;   /* 1 = the last eval returned every token's logits               */
@@ -185,9 +192,15 @@ G4_INTERNAL void forward_gelu_table(uint16_t *t);
 
 /* Runs the chunk described in w (rows [0, T), outputs [r0, T)): writes K/V of every
  * KV-owning layer for all rows into their sessions' caches; runs the rest of the model for
- * the output rows only and writes their logits to odst[t]. Cannot fail: the caller has
- * validated everything. */
+ * the output rows only and writes their logits to odst[t] (and their hidden state to hdst[t]
+ * where set). Cannot fail: the caller has validated everything. */
 G4_INTERNAL void forward_chunk(g4_work *w);
+
+/* Decoder layer il of w->m on the rows of w: rows [r_kv, T) through attn_norm and, on a
+ * KV-owning layer, the K/V projections and cache write; rows [r0, T) through everything
+ * else (attention over the cache of l->kv_src in each row's session, FFN, PLE block, layer
+ * scale), in place on w->inpL. The assistant (mtp.c) runs its layers through this. */
+G4_INTERNAL void forward_layer(g4_work *w, int il, int r_kv, int r0, int T);
 
 /* y[k*ldy + r] = (W_r . x_k) * scale for r in [row0, row1), chunk rows t = a + k in [a, b);
  * x is [b - a][n_in] f32 (n_in = wt->ne[0]). Activation rows are converted once to wt's dot

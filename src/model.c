@@ -458,6 +458,9 @@ static g4_status open_impl(g4_model *m, const char *path, const void *buf, size_
             else k += (size_t)snprintf(e + k, sizeof e - k, "\\x%02x", ch);
         }
         e[k] = 0;
+        if (!strcmp(e, "gemma4-assistant"))
+            return lerr(&ld, G4_ERR_UNSUPPORTED, "architecture 'gemma4-assistant' is a Gemma 4 assistant (MTP draft model): "
+                        "open it next to its target (-md FILE, g4_assistant_open)");
         return lerr(&ld, G4_ERR_UNSUPPORTED, "architecture '%s' is not supported (supported: gemma4)", e);
     }
     const gguf_kv *split = gguf_find(m->gguf, "split.count");

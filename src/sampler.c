@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "g4_impl.h"
+#include "spec.h"
 #include "tokenizer.h"
 
 #define SAMP_MAX_LAST_N (1 << 20)
@@ -294,27 +295,20 @@ static int32_t top_p_prefix(cand *c, int32_t n, float mx, double sum, double top
     }
 }
 
-int32_t g4_sampler_sample(g4_sampler *s, const float *logits) {
-    if (!s || !logits) return 0;
+/* The chain up to the draw: c[0..*n) are the candidates left, in order (by logit, then id),
+ * with weights exp((l - *mx) / temp); *n = 0 when no logit is finite. Works on s->l
+ * (prep_logits); greedy (temp 0) is not handled here. */
+static void chain(g4_sampler *s, int32_t *n_out, float *mx_out) {
     const g4_sampler_params *p = &s->p;
     const int32_t nv = s->n_vocab;
-    float *l = s->l;
-    for (int32_t i = 0; i < nv; i++) l[i] = isfinite(logits[i]) ? logits[i] : -INFINITY;
-    for (size_t i = 0; i < s->n_suppress; i++) l[s->suppress[i]] = -INFINITY;
-    apply_penalties(s, l);
-
-    if (p->temp == 0.0f) { /* greedy: lowest id among the maxima */
-        int32_t best = -1;
-        for (int32_t i = 0; i < nv; i++)
-            if (isfinite(l[i]) && (best < 0 || l[i] > l[best])) best = i;
-        return best < 0 ? 0 : best;
-    }
-
+    const float *l = s->l;
     cand *c = s->c;
     int32_t n = 0;
     for (int32_t i = 0; i < nv; i++)
         if (isfinite(l[i])) c[n++] = (cand){l[i], i};
-    if (n == 0) return 0;
+    *n_out = 0;
+    *mx_out = 0;
+    if (n == 0) return;
     if (p->top_k > 0 && p->top_k < n) {
         select_top_k(c, n, p->top_k);
         n = p->top_k;
@@ -331,14 +325,107 @@ int32_t g4_sampler_sample(g4_sampler *s, const float *logits) {
     }
     if (p->top_p < 1.0f) n = top_p_prefix(c, n, mx, sum, (double)p->top_p);
     else if (n > 1) qsort(c, (size_t)n, sizeof *c, cmp_cand);
+    *n_out = n;
+    *mx_out = mx;
+}
+
+/* logits -> s->l: non-finite and suppressed tokens -inf, penalties applied */
+static void prep_logits(g4_sampler *s, const float *logits) {
+    const int32_t nv = s->n_vocab;
+    float *l = s->l;
+    for (int32_t i = 0; i < nv; i++) l[i] = isfinite(logits[i]) ? logits[i] : -INFINITY;
+    for (size_t i = 0; i < s->n_suppress; i++) l[s->suppress[i]] = -INFINITY;
+    apply_penalties(s, l);
+}
+
+static int32_t greedy(const g4_sampler *s) { /* lowest id among the maxima */
+    const float *l = s->l;
+    int32_t best = -1;
+    for (int32_t i = 0; i < s->n_vocab; i++)
+        if (isfinite(l[i]) && (best < 0 || l[i] > l[best])) best = i;
+    return best < 0 ? 0 : best;
+}
+
+static inline double weight(const cand *c, float mx, double inv_t) { return exp(((double)c->l - (double)mx) * inv_t); }
+
+int32_t g4_sampler_sample(g4_sampler *s, const float *logits) {
+    if (!s || !logits) return 0;
+    prep_logits(s, logits);
+    if (s->p.temp == 0.0f) return greedy(s);
+    int32_t n;
+    float mx;
+    chain(s, &n, &mx);
+    if (n == 0) return 0;
+    const cand *c = s->c;
     /* temperature and the draw */
-    double tot = 0, inv_t = 1.0 / (double)p->temp;
-    for (int32_t i = 0; i < n; i++) tot += exp(((double)c[i].l - (double)mx) * inv_t);
+    double tot = 0, inv_t = 1.0 / (double)s->p.temp;
+    for (int32_t i = 0; i < n; i++) tot += weight(&c[i], mx, inv_t);
     if (!(tot > 0) || !isfinite(tot)) return c[0].id; /* tiny temperature: all mass on the top */
     double u = uniform01(s) * tot, acc = 0;
     for (int32_t i = 0; i < n; i++) {
-        acc += exp(((double)c[i].l - (double)mx) * inv_t);
+        acc += weight(&c[i], mx, inv_t);
         if (u < acc) return c[i].id;
     }
     return c[n - 1].id;
+}
+
+/* ==== Speculative verification ==== */
+
+/* The token at a drafted position (spec.c). Greedy: the argmax, which accepts draft iff it
+ * is draft. Sampled, with p the chain's distribution and q the drafter's (q[n_vocab], or NULL
+ * for a drafter that proposes draft with certainty: n-grams, the assistant's top token), the
+ * standard rejection rule (Leviathan et al. 2023; Chen et al. 2023): accept draft with
+ * probability min(1, p(draft) / q(draft)); otherwise draw from max(0, p - q), normalised.
+ * The result is distributed exactly as p whatever q is. *accepted = 1 when the draft stands. */
+int32_t sampler_verify(g4_sampler *s, const float *logits, int32_t draft, const float *q, int *accepted) {
+    *accepted = 0;
+    if (!s || !logits) return 0;
+    prep_logits(s, logits);
+    int32_t y;
+    if (s->p.temp == 0.0f) {
+        y = greedy(s);
+        *accepted = y == draft;
+        return y;
+    }
+    int32_t n;
+    float mx;
+    chain(s, &n, &mx);
+    if (n == 0) return 0;
+    const cand *c = s->c;
+    const double inv_t = 1.0 / (double)s->p.temp;
+    double tot = 0, wd = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const double wi = weight(&c[i], mx, inv_t);
+        tot += wi;
+        if (c[i].id == draft) wd = wi;
+    }
+    if (!(tot > 0) || !isfinite(tot)) { /* tiny temperature: all mass on the top */
+        *accepted = c[0].id == draft;
+        return c[0].id;
+    }
+    const double pd = wd / tot;
+    const double qd = q ? (draft >= 0 && draft < s->n_vocab ? (double)q[draft] : 0.0) : 1.0;
+    if (pd > 0 && (qd <= pd || uniform01(s) * qd < pd)) {
+        *accepted = 1;
+        return draft;
+    }
+    /* residual max(0, p - q) over the candidates (p is 0 elsewhere) */
+    double rt = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const double pi = weight(&c[i], mx, inv_t) / tot;
+        const double qi = q ? (double)q[c[i].id] : (c[i].id == draft ? 1.0 : 0.0);
+        if (pi > qi) rt += pi - qi;
+    }
+    if (!(rt > 0)) return c[0].id == draft && n > 1 ? c[1].id : c[0].id; /* p == q up to rounding */
+    double u = uniform01(s) * rt, acc = 0;
+    int32_t last = c[0].id;
+    for (int32_t i = 0; i < n; i++) {
+        const double pi = weight(&c[i], mx, inv_t) / tot;
+        const double qi = q ? (double)q[c[i].id] : (c[i].id == draft ? 1.0 : 0.0);
+        if (pi <= qi) continue;
+        last = c[i].id;
+        acc += pi - qi;
+        if (u < acc) return c[i].id;
+    }
+    return last;
 }

@@ -107,6 +107,8 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     /* the rows scratch of g4_session_eval; its logits are the session's */
     g4_work_plan wp;
     work_plan(&p, m, o.batch_only ? 0 : n_ub, n_logit_rows, &wp);
+    /* hidden states of the logits rows (keep_hidden: the MTP drafter's input) */
+    const uint64_t off_hidden = o.keep_hidden ? plan_take(&p, (uint64_t)n_logit_rows * (uint64_t)c->n_embd, 4) : 0;
     /* per-thread attention scratch of one job (attention.c: up to ATTN_TILE rows x the G
      * query heads of a KV head, over the 32-aligned hull of their windows' union; a lone
      * row's hull is at most n_cells + 62 cells):
@@ -173,6 +175,7 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     s->n_cells_max = n_cells_max;
     s->swa_cells = swa_cells;
     s->logits = s->work.logits;
+    s->hidden = o.keep_hidden ? (float *)(void *)(a + off_hidden) : NULL;
     s->n_logit_rows = n_logit_rows;
     s->n_logits = 0;
     s->n_past = 0;
@@ -232,6 +235,11 @@ const float *g4_session_logits(const g4_session *s) {
 const float *g4_session_logits_ith(const g4_session *s, size_t i) {
     if (!s || !s->logits_rows || i >= (size_t)s->n_logits) return NULL;
     return s->logits + i * (size_t)s->m->cfg.n_vocab;
+}
+
+const float *g4_session_hidden(const g4_session *s, size_t i) {
+    if (!s || !s->hidden || i >= (size_t)s->n_logits) return NULL;
+    return s->hidden + i * (size_t)s->m->cfg.n_embd;
 }
 
 void g4_session_reset(g4_session *s) {

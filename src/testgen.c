@@ -67,6 +67,7 @@ void testgen_defaults(g4_testgen_opts *o) {
     D(n_layer, 10); D(n_embd, 128); D(n_head, 2); D(n_head_kv, 1); D(head_dim_swa, 32); D(head_dim_full, 64);
     D(n_ff, 192); D(n_shared, 5); D(full_every, 5); D(n_per_layer, 16); D(window, 8); D(n_vocab, 512);
     D(n_ctx, 512); D(softcap, 30.0f); D(seed, 1);
+    D(asst_n_embd, 64); D(asst_n_layer, 4); D(asst_n_head, o->n_head); D(asst_n_ff, 128);
 #undef D
 }
 
@@ -74,6 +75,10 @@ void testgen_e2b(g4_testgen_opts *o) {
     o->n_layer = 35; o->n_embd = 1536; o->n_head = 8; o->n_head_kv = 1; o->head_dim_swa = 256;
     o->head_dim_full = 512; o->n_ff = 6144; o->n_ff_shared = 12288; o->n_shared = 20; o->full_every = 5;
     o->n_per_layer = 256; o->window = 512; o->n_vocab = 262144; o->n_ctx = 131072; o->softcap = 30.0f;
+}
+
+void testgen_e2b_assistant(g4_testgen_opts *o) {
+    o->assistant = 1; o->asst_n_embd = 256; o->asst_n_layer = 4; o->asst_n_head = 4; o->asst_n_ff = 2048;
 }
 
 /* ==== Vocabulary ==== */
@@ -279,6 +284,41 @@ static int ends_with(const char *s, const char *suf) {
     return n >= k && strcmp(s + n - k, suf) == 0;
 }
 
+/* The assistant's tensors (llama.cpp gemma4-assistant.cpp load_arch_tensors); a layer is
+ * full when it is the last one. */
+static int asst_full(const g4_testgen_opts *o, int i) { return i == o->asst_n_layer - 1; }
+
+static int plan_tensors_asst(gen *g) {
+    const g4_testgen_opts *o = g->o;
+    const int n = o->asst_n_embd, E = o->n_embd;
+    uint32_t wt = o->wtype, et = o->embd_type ? o->embd_type : o->wtype;
+    if (o->q4_k_m) { wt = G4_TYPE_Q4_K; et = G4_TYPE_Q6_K; }
+    char nm[GGUF_MAX_NAME + 1];
+    int rc = 0;
+    rc |= add_t(g, "token_embd.weight", et, n, o->n_vocab, K_EMBED);
+    rc |= add_t(g, "output_norm.weight", G4_TYPE_F32, n, 0, K_NORM);
+    rc |= add_t(g, "nextn.pre_projection.weight", wt, 2 * (int64_t)E, n, K_MATRIX);
+    rc |= add_t(g, "nextn.post_projection.weight", wt, n, E, K_MATRIX);
+    rc |= add_t(g, "rope_freqs.weight", G4_TYPE_F32, o->head_dim_full / 2, 0, K_ROPE);
+    for (int i = 0; i < o->asst_n_layer; i++) {
+        const int hd = asst_full(o, i) ? o->head_dim_full : o->head_dim_swa, q = hd * o->asst_n_head;
+#define T(fmt, ty, a, b, k) do { snprintf(nm, sizeof nm, fmt, i); rc |= add_t(g, nm, ty, a, b, k); } while (0)
+        T("blk.%d.attn_norm.weight", G4_TYPE_F32, n, 0, K_NORM);
+        T("blk.%d.attn_q.weight", wt, n, q, K_MATRIX);
+        T("blk.%d.attn_q_norm.weight", G4_TYPE_F32, hd, 0, K_QKNORM);
+        T("blk.%d.attn_output.weight", wt, q, n, K_MATRIX);
+        T("blk.%d.post_attention_norm.weight", G4_TYPE_F32, n, 0, K_NORM);
+        T("blk.%d.layer_output_scale.weight", G4_TYPE_F32, 1, 0, K_LSCALE);
+        T("blk.%d.ffn_norm.weight", G4_TYPE_F32, n, 0, K_NORM);
+        T("blk.%d.ffn_gate.weight", wt, n, o->asst_n_ff, K_MATRIX);
+        T("blk.%d.ffn_up.weight", wt, n, o->asst_n_ff, K_MATRIX);
+        T("blk.%d.ffn_down.weight", wt, o->asst_n_ff, n, K_MATRIX);
+        T("blk.%d.post_ffw_norm.weight", G4_TYPE_F32, n, 0, K_NORM);
+#undef T
+    }
+    return rc;
+}
+
 /* f32 values of tensor t, row r (ne0 floats) */
 static void gen_row(const gen *g, const tspec *t, int64_t r, float *x) {
     if (g->pred && strcmp(t->name, "output.weight") == 0 && g->pred[r] >= 0) { /* script: next token's row */
@@ -289,7 +329,7 @@ static void gen_row(const gen *g, const tspec *t, int64_t r, float *x) {
         for (int64_t i = 0; i < t->ne0; i++) x[i] *= SCRIPT_GAIN;
         return;
     }
-    rng R = { name_seed(t->name, g->o->seed) ^ mix64((uint64_t)r + 1) };
+    rng R = { name_seed(t->name, g->o->seed ^ (g->o->assistant ? 0xa55157a47ull : 0)) ^ mix64((uint64_t)r + 1) };
     if (g->pred && t->kind == K_NORM && (ends_with(t->name, ".post_attention_norm.weight") ||
                                         ends_with(t->name, ".post_ffw_norm.weight") || ends_with(t->name, ".post_norm.weight"))) {
         for (int64_t i = 0; i < t->ne0; i++) x[i] = SCRIPT_POST * (1.0f + 0.1f * rng_gauss(&R));
@@ -407,15 +447,51 @@ static g4_status script_chain(gen *g, const vocab *v, char *err, size_t errlen) 
     return G4_OK;
 }
 
-static g4_status build(gguf_writer *w, gen *g, vocab *v, char *err, size_t errlen) {
-    const g4_testgen_opts *o = g->o;
-    const int L = o->n_layer;
-    if (o->n_vocab < 400) return g4_errf(G4_ERR_ARG, err, errlen, "testgen: n_vocab must be >= 400");
-    if (build_vocab(v, o->n_vocab, o->script != NULL)) return g4_errf(G4_ERR_NOMEM, err, errlen, "testgen: out of memory");
-    if (o->script) {
-        g4_status st = script_chain(g, v, err, errlen);
-        if (st != G4_OK) return st;
+/* gemma4-assistant keys (llama.cpp load_hparams + gemma4-assistant load_arch_hparams) */
+#define AK "gemma4-assistant."
+static g4_status asst_keys(gguf_writer *w, const g4_testgen_opts *o, char *err, size_t errlen) {
+    const int L = o->asst_n_layer;
+    if (L < 1 || L > 64 || o->asst_n_embd == o->n_embd)
+        return g4_errf(G4_ERR_ARG, err, errlen, "testgen: assistant needs 1..64 layers and an n_embd other than the target's");
+    uint32_t kvh[64];
+    uint8_t pat[64];
+    int kv_arr = 0;
+    for (int i = 0; i < L; i++) {
+        pat[i] = !asst_full(o, i);
+        kvh[i] = (uint32_t)(asst_full(o, i) && o->n_head_kv_full ? o->n_head_kv_full : o->n_head_kv);
+        kv_arr |= kvh[i] != kvh[0];
     }
+    kv_str(w, o, "general.architecture", "gemma4-assistant");
+    kv_str(w, o, "general.name", "gemma4.c random test assistant");
+    kv_u32(w, o, "general.quantization_version", 2);
+    kv_u32(w, o, AK "block_count", (uint32_t)L);
+    kv_u32(w, o, AK "nextn_predict_layers", (uint32_t)L);
+    kv_u32(w, o, AK "context_length", (uint32_t)o->n_ctx);
+    kv_u32(w, o, AK "embedding_length", (uint32_t)o->asst_n_embd);
+    kv_u32(w, o, AK "embedding_length_out", (uint32_t)o->n_embd);
+    kv_u32(w, o, AK "feed_forward_length", (uint32_t)o->asst_n_ff);
+    kv_u32(w, o, AK "attention.head_count", (uint32_t)o->asst_n_head);
+    if (kv_arr) { if (!skipped(o, AK "attention.head_count_kv")) gguf_w_arr(w, AK "attention.head_count_kv", GGUF_UINT32, kvh, (uint64_t)L); }
+    else kv_u32(w, o, AK "attention.head_count_kv", kvh[0]);
+    kv_u32(w, o, AK "attention.key_length", (uint32_t)o->head_dim_full);
+    kv_u32(w, o, AK "attention.value_length", (uint32_t)o->head_dim_full);
+    kv_u32(w, o, AK "attention.key_length_swa", (uint32_t)o->head_dim_swa);
+    kv_u32(w, o, AK "attention.value_length_swa", (uint32_t)o->head_dim_swa);
+    kv_u32(w, o, AK "rope.dimension_count", (uint32_t)o->head_dim_full);
+    kv_u32(w, o, AK "rope.dimension_count_swa", (uint32_t)o->head_dim_swa);
+    kv_f32(w, o, AK "rope.freq_base", 1000000.0f);
+    kv_f32(w, o, AK "rope.freq_base_swa", 10000.0f);
+    kv_u32(w, o, AK "attention.sliding_window", (uint32_t)o->window);
+    if (!skipped(o, AK "attention.sliding_window_pattern"))
+        gguf_w_arr(w, AK "attention.sliding_window_pattern", GGUF_BOOL, pat, (uint64_t)L);
+    kv_u32(w, o, AK "attention.shared_kv_layers", (uint32_t)L);
+    kv_f32(w, o, AK "attention.layer_norm_rms_epsilon", 1e-6f);
+    return G4_OK;
+}
+#undef AK
+
+static g4_status target_keys(gguf_writer *w, const g4_testgen_opts *o, char *err, size_t errlen) {
+    const int L = o->n_layer;
     kv_str(w, o, "general.architecture", "gemma4");
     kv_str(w, o, "general.name", "gemma4.c random test model");
     kv_u32(w, o, "general.quantization_version", 2);
@@ -459,6 +535,19 @@ static g4_status build(gguf_writer *w, gen *g, vocab *v, char *err, size_t errle
     free(arr);
     free(pat);
 
+    return G4_OK;
+}
+
+static g4_status build(gguf_writer *w, gen *g, vocab *v, char *err, size_t errlen) {
+    const g4_testgen_opts *o = g->o;
+    if (o->n_vocab < 400) return g4_errf(G4_ERR_ARG, err, errlen, "testgen: n_vocab must be >= 400");
+    if (build_vocab(v, o->n_vocab, o->script != NULL)) return g4_errf(G4_ERR_NOMEM, err, errlen, "testgen: out of memory");
+    if (o->script) {
+        g4_status st = script_chain(g, v, err, errlen);
+        if (st != G4_OK) return st;
+    }
+    g4_status st = o->assistant ? asst_keys(w, o, err, errlen) : target_keys(w, o, err, errlen);
+    if (st) return st;
     kv_str(w, o, "tokenizer.ggml.model", "gemma4");
     kv_str(w, o, "tokenizer.ggml.pre", "gemma4");
     if (!skipped(o, "tokenizer.ggml.tokens"))
@@ -476,7 +565,7 @@ static g4_status build(gguf_writer *w, gen *g, vocab *v, char *err, size_t errle
     kv_str(w, o, "tokenizer.chat_template", TEMPLATE);
     if (o->extra) o->extra(w, o->extra_ud);
 
-    if (plan_tensors(g)) return g4_errf(G4_ERR_NOMEM, err, errlen, "testgen: out of memory");
+    if (o->assistant ? plan_tensors_asst(g) : plan_tensors(g)) return g4_errf(G4_ERR_NOMEM, err, errlen, "testgen: out of memory");
     for (size_t i = 0; i < g->n_t; i++) {
         const tspec *t = &g->t[i];
         uint32_t type = o->f32_twin ? G4_TYPE_F32 : t->type;

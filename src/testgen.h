@@ -53,6 +53,14 @@ typedef struct g4_testgen_opts {
      * scaled by 1e-4 so the last hidden state stays close to the current token's embedding.
      * Fails with a message when the text cannot be spelled so. NULL = an ordinary model. */
     const char *script;
+    /* assistant = 1: write a gemma4-assistant (MTP draft model) for the target the fields
+     * above describe instead: its vocabulary, head sizes, KV heads and window, embedding_length_out
+     * = n_embd; the last of its layers full, the others sliding */
+    int      assistant;
+    int      asst_n_embd;    /* 64 (must differ from n_embd) */
+    int      asst_n_layer;   /* 4 */
+    int      asst_n_head;    /* 0 = n_head */
+    int      asst_n_ff;      /* 128 */
     /* defect injection for hostile-model tests */
     const char *const *skip; /* NULL-terminated keys / tensor names to omit */
     void (*extra)(gguf_writer *w, void *ud); /* called after the keys, before the tensors */
@@ -64,6 +72,9 @@ typedef struct g4_testgen_opts {
 G4_INTERNAL void testgen_defaults(g4_testgen_opts *o);
 /* The E2B shape (35 layers, E 1536, real hyperparameters) for benchmarks. */
 G4_INTERNAL void testgen_e2b(g4_testgen_opts *o);
+/* An assistant for it (after testgen_e2b): 4 layers of 256, 4 heads, FFN 2048 (a guess at
+ * the released E2B assistant's size, ~76 M parameters, most of them the tied head). */
+G4_INTERNAL void testgen_e2b_assistant(g4_testgen_opts *o);
 
 G4_INTERNAL g4_status testgen_write(const char *path, const g4_testgen_opts *o, char *err, size_t errlen);
 /* Into a malloc'ed buffer (free with free()). */

@@ -69,6 +69,7 @@ void work_plan(g4_plan *p, const g4_model *m, int32_t n_rows, int32_t n_out_rows
     wp->seq_n = plan_take(p, U, 4);
     wp->ocol = plan_take(p, U, 4);
     wp->odst = plan_take(p, U, sizeof(float *));
+    wp->hdst = plan_take(p, U, sizeof(float *));
     wp->act_row_max = act_max;
     wp->head_dim_max = (int32_t)hd_max;
     wp->n_rows = n_rows;
@@ -104,5 +105,6 @@ void work_bind(g4_work *w, const g4_model *m, uint8_t *base, const g4_work_plan 
         .seq_n = (int32_t *)(void *)(base + wp->seq_n),
         .ocol = (int32_t *)(void *)(base + wp->ocol),
         .odst = (float **)(void *)(base + wp->odst),
+        .hdst = (float **)(void *)(base + wp->hdst),
     };
 }

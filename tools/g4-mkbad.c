@@ -260,6 +260,65 @@ static const bad CASES[] = {
       {{ "tokenizer.ggml.model", KSTR, 0, 0, "llama" }}, {{0}}, 0 },
 };
 
+/* Assistants (gemma4-assistant, MTP draft models) for the base model above, each opened with
+ * `g4 info -m asst-target.gguf -md FILE`: 4 layers SSSF, E 64, 2 heads, FFN 128. */
+#define AK "gemma4-assistant."
+static const bad ACASES[] = {
+    { "valid", "OK", {0}, {{0}}, {{0}}, 0 },
+    { "arch-gemma4", "architecture 'gemma4' is not gemma4-assistant", { "general.architecture" },
+      {{ "general.architecture", KSTR, 0, 0, "gemma4" }}, {{0}}, 0 },
+    { "missing-block-count", "missing required key '" AK "block_count'", { AK "block_count" }, {{0}}, {{0}}, 0 },
+    { "block-count-100", "key '" AK "block_count' is 100, expected 1 to 64", { AK "block_count" },
+      {{ AK "block_count", KU32, 100 }}, {{0}}, 0 },
+    { "missing-nextn-layers", "missing required key '" AK "nextn_predict_layers'", { AK "nextn_predict_layers" }, {{0}}, {{0}}, 0 },
+    { "nextn-layers-2", "nextn_predict_layers' is 2, expected block_count 4", { AK "nextn_predict_layers" },
+      {{ AK "nextn_predict_layers", KU32, 2 }}, {{0}}, 0 },
+    { "missing-embd-out", "missing required key '" AK "embedding_length_out'", { AK "embedding_length_out" }, {{0}}, {{0}}, 0 },
+    { "embd-out-96", "embedding_length_out' is 96, but the target's embedding_length is 128", { AK "embedding_length_out" },
+      {{ AK "embedding_length_out", KU32, 96 }}, {{0}}, 0 },
+    { "embd-equals-out", "embedding_length_out' 128 equals embedding_length", { AK "embedding_length" },
+      {{ AK "embedding_length", KU32, 128 }}, {{0}}, 0 },
+    { "window-16", "sliding window 16 is larger than the target's 8", { AK "attention.sliding_window" },
+      {{ AK "attention.sliding_window", KU32, 16 }}, {{0}}, 0 },
+    { "window-1", "key '" AK "attention.sliding_window' is 1, expected 2 to 512", { AK "attention.sliding_window" },
+      {{ AK "attention.sliding_window", KU32, 1 }}, {{0}}, 0 },
+    { "pattern-short", "sliding_window_pattern' has 3 entries, expected 4", { AK "attention.sliding_window_pattern" },
+      {{ AK "attention.sliding_window_pattern", KARR_BOOL, 3, 0, 0, 1 }}, {{0}}, 0 },
+    { "missing-eps", "missing required key '" AK "attention.layer_norm_rms_epsilon'", { AK "attention.layer_norm_rms_epsilon" },
+      {{0}}, {{0}}, 0 },
+    { "eps-nan", "layer_norm_rms_epsilon' is nan", { AK "attention.layer_norm_rms_epsilon" },
+      {{ AK "attention.layer_norm_rms_epsilon", KF32, 0, NAN }}, {{0}}, 0 },
+    { "key-value-differ", "key_length 64 and value_length 48 differ", { AK "attention.value_length" },
+      {{ AK "attention.value_length", KU32, 48 }}, {{0}}, 0 },
+    { "head-size-vs-target", "layer 0 reads the cache of target layer 8 (1 KV heads of 32) but has 1 KV heads of 16",
+      { AK "attention.key_length_swa", AK "attention.value_length_swa", AK "rope.dimension_count_swa" },
+      {{ AK "attention.key_length_swa", KU32, 16 }, { AK "attention.value_length_swa", KU32, 16 },
+       { AK "rope.dimension_count_swa", KU32, 16 }}, {{0}}, 0 },
+    { "kv-heads-vs-target", "but has 2 KV heads of 32", { AK "attention.head_count_kv" },
+      {{ AK "attention.head_count_kv", KU32, 2 }}, {{0}}, 0 },
+    { "too-many-query-heads", "has 4 query heads per KV head, more than the target's 2", { AK "attention.head_count" },
+      {{ AK "attention.head_count", KU32, 4 }}, {{0}}, 0 },
+    { "rope-scaling", "RoPE scaling is not supported", {0}, {{ AK "rope.scaling.factor", KF32, 0, 2.0f }}, {{0}}, 0 },
+    { "vocab-short", "its vocabulary has 10 tokens, the target's 512", { "tokenizer.ggml.tokens" },
+      {{ "tokenizer.ggml.tokens", KARR_U32, 10, 0, 0, 7 }}, {{0}}, 0 },
+    { "missing-pre-projection", "missing required tensor 'nextn.pre_projection.weight'", { "nextn.pre_projection.weight" },
+      {{0}}, {{0}}, 0 },
+    { "pre-projection-shape", "tensor 'nextn.pre_projection.weight' has shape [128, 64], expected [256, 64]",
+      { "nextn.pre_projection.weight" }, {{0}}, {{ "nextn.pre_projection.weight", G4_TYPE_F32, 128, 64, 0 }}, 0 },
+    { "post-projection-shape", "tensor 'nextn.post_projection.weight' has shape [64, 64], expected [64, 128]",
+      { "nextn.post_projection.weight" }, {{0}}, {{ "nextn.post_projection.weight", G4_TYPE_F32, 64, 64, 0 }}, 0 },
+    { "missing-layer-scale", "missing required tensor 'blk.2.layer_output_scale.weight'", { "blk.2.layer_output_scale.weight" },
+      {{0}}, {{0}}, 0 },
+    { "missing-rope-freqs", "missing required tensor 'rope_freqs.weight'", { "rope_freqs.weight" }, {{0}}, {{0}}, 0 },
+    { "embd-rows-400", "tensor 'token_embd.weight' has shape [64, 400], expected [64, >= 512]", { "token_embd.weight" },
+      {{0}}, {{ "token_embd.weight", G4_TYPE_F32, 64, 400, 0 }}, 0 },
+    { "norm-nan", "tensor 'blk.1.ffn_norm.weight': element 3 is nan", { "blk.1.ffn_norm.weight" },
+      {{0}}, {{ "blk.1.ffn_norm.weight", G4_TYPE_F32, 64, 0, 3 }}, 0 },
+    { "norm-f16", "tensor 'output_norm.weight' has type f16, expected f32", { "output_norm.weight" },
+      {{0}}, {{ "output_norm.weight", G4_TYPE_F16, 64, 0, 0 }}, 0 },
+};
+#undef AK
+
 static int write_raw(const char *path, const void *p, size_t n) {
     FILE *f = fopen(path, "wb");
     if (!f) return -1;
@@ -302,6 +361,38 @@ int main(int argc, char **argv) {
         }
         fprintf(man, "%s\t%s\n", name, b->want);
     }
+    /* assistants: a target, then one defect per assistant (asst-manifest.tsv) */
+    snprintf(path, sizeof path, "%s/asst-manifest.tsv", dir);
+    FILE *aman = fopen(path, "w");
+    if (!aman) { perror(path); return 1; }
+    for (int pass = 0; pass < 2; pass++) {
+        const size_t na = pass ? sizeof ACASES / sizeof ACASES[0] : 1;
+        for (size_t i = 0; i < na; i++) {
+            const bad *b = &ACASES[i];
+            g4_testgen_opts o;
+            memset(&o, 0, sizeof o);
+            o.wtype = G4_TYPE_Q8_0;
+            o.n_per_layer = 32;
+            o.assistant = pass;
+            if (pass) {
+                o.skip = b->skip;
+                o.extra = add_kvs;
+                o.extra_tensors = add_tensors;
+                o.extra_ud = (void *)(uintptr_t)b;
+            }
+            char name[128], err[512];
+            if (pass) snprintf(name, sizeof name, "a%03d-%s.gguf", (int)i, b->name);
+            else snprintf(name, sizeof name, "asst-target.gguf");
+            snprintf(path, sizeof path, "%s/%s", dir, name);
+            if (testgen_write(path, &o, err, sizeof err) != G4_OK) {
+                fprintf(stderr, "g4-mkbad: assistant %s: %s\n", b->name, err);
+                rc = 1;
+                continue;
+            }
+            if (pass) fprintf(aman, "%s\t%s\n", name, b->want);
+        }
+    }
+    fclose(aman);
     /* container-level defects, built by hand from a valid model's bytes */
     g4_testgen_opts o;
     memset(&o, 0, sizeof o);

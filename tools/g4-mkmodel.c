@@ -6,9 +6,14 @@
  *              [--head-dim-full N] [--ff N] [--ff-shared N] [--shared N] [--full-every N]
  *              [--ple N] [--window N] [--vocab N] [--ctx N] [--softcap X] [--untied] [--k-eq-v]
  *              [--shared-kv-tensors] [--no-layer-scale] [--seed N] [--script TEXT]
+ *              [--assistant [--asst-embd N] [--asst-layers N] [--asst-heads N] [--asst-ff N]]
  * --ple 0 / --shared 0 / --softcap 0 turn those features off. --fast draws each tensor's rows
  * from 64 generated ones (for timing-only models such as `--e2b --q4_k_m --fast`). --script TEXT
  * writes a test device: a model that answers TEXT to any prompt ending in a newline (testgen.h).
+ * --assistant writes, instead of the target the other flags describe, a gemma4-assistant (MTP
+ * draft model) for it: `g4-mkmodel t.gguf ARGS` and `g4-mkmodel a.gguf ARGS --assistant` are
+ * a pair (same ARGS). With --e2b, --assistant takes the E2B assistant shape (256 wide, 4
+ * heads, FFN 2048, 4 layers) unless --asst-* say otherwise.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +27,8 @@ static int usage(void) {
                     "       [--embd N] [--heads N] [--kv-heads N] [--kv-heads-full N] [--head-dim N] [--head-dim-full N]\n"
                     "       [--ff N] [--ff-shared N] [--shared N] [--full-every N] [--ple N] [--window N] [--vocab N]\n"
                     "       [--ctx N] [--softcap X] [--untied] [--k-eq-v] [--shared-kv-tensors] [--no-layer-scale] [--seed N]\n"
-                    "       [--script TEXT]   (a test device: the model answers TEXT after a newline, src/testgen.h)\n");
+                    "       [--script TEXT]   (a test device: the model answers TEXT after a newline, src/testgen.h)\n"
+                    "       [--assistant [--asst-embd N] [--asst-layers N] [--asst-heads N] [--asst-ff N]]\n");
     return 2;
 }
 
@@ -30,6 +36,7 @@ int main(int argc, char **argv) {
     if (argc < 2 || argv[1][0] == '-') return usage();
     g4_testgen_opts o;
     memset(&o, 0, sizeof o);
+    int e2b = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -38,7 +45,10 @@ int main(int argc, char **argv) {
         INT("--kv-heads-full", n_head_kv_full) INT("--head-dim", head_dim_swa) INT("--head-dim-full", head_dim_full)
         INT("--ff", n_ff) INT("--ff-shared", n_ff_shared) INT("--shared", n_shared) INT("--full-every", full_every)
         INT("--ple", n_per_layer) INT("--window", window) INT("--vocab", n_vocab) INT("--ctx", n_ctx)
+        INT("--asst-embd", asst_n_embd) INT("--asst-layers", asst_n_layer) INT("--asst-heads", asst_n_head)
+        INT("--asst-ff", asst_n_ff)
 #undef INT
+        if (!strcmp(a, "--assistant")) { o.assistant = 1; continue; }
         if (!strcmp(a, "--seed") && v) { o.seed = strtoull(v, NULL, 10); i++; continue; }
         if (!strcmp(a, "--script") && v) { o.script = v; i++; continue; }
         if (!strcmp(a, "--softcap") && v) { o.softcap = (float)atof(v); if (o.softcap == 0) o.softcap = -1; i++; continue; }
@@ -56,9 +66,17 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--k-eq-v")) { o.k_eq_v = 1; continue; }
         if (!strcmp(a, "--shared-kv-tensors")) { o.shared_kv_tensors = 1; continue; }
         if (!strcmp(a, "--no-layer-scale")) { o.no_layer_scale = 1; continue; }
-        if (!strcmp(a, "--e2b")) { testgen_e2b(&o); continue; }
+        if (!strcmp(a, "--e2b")) { testgen_e2b(&o); e2b = 1; continue; }
         fprintf(stderr, "g4-mkmodel: unknown option '%s'\n", a);
         return usage();
+    }
+    if (e2b && o.assistant) { /* the E2B assistant's shape, where --asst-* did not set it */
+        g4_testgen_opts d = o;
+        testgen_e2b_assistant(&d);
+        if (!o.asst_n_embd) o.asst_n_embd = d.asst_n_embd;
+        if (!o.asst_n_layer) o.asst_n_layer = d.asst_n_layer;
+        if (!o.asst_n_head) o.asst_n_head = d.asst_n_head;
+        if (!o.asst_n_ff) o.asst_n_ff = d.asst_n_ff;
     }
     /* --ff-shared 0 / --kv-heads-full 0 mean "same as the others": the field stays 0 */
     if (o.n_ff_shared < 0) o.n_ff_shared = 0;
