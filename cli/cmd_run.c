@@ -41,6 +41,8 @@ static void usage(FILE *out) {
             "                         top-k 40, top-p 0.95, min-p 0.05, temp 0.8, repeat 1.0 over 64)\n"
             "  --ignore-eos           do not stop at end-of-generation tokens\n"
             "  --dump-logits FILE     write the last prompt position's logits as n_vocab float32 (LE)\n"
+            "  --expert-stats         mixture of experts: after the prompt, per MoE layer, how many experts\n"
+            "                         its rows were routed to (stderr)\n"
             "  -v, --verbose          memory plan, timings and loader messages on stderr\n"
             "  -h, --help             this text\n");
 }
@@ -105,7 +107,7 @@ static int write_logits(const char *path, const float *logits, int32_t n) {
 
 typedef struct run_opts {
     const char *model, *prompt, *file, *dump, *cache;
-    int ids, verbose, ignore_eos;
+    int ids, verbose, ignore_eos, expert_stats;
     long n_predict, n_ctx, n_ubatch, threads;
     cli_samp samp;
 } run_opts;
@@ -125,6 +127,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) { NEED(); o->file = v; }
         else if (!strcmp(a, "--ids")) o->ids = 1;
         else if (!strcmp(a, "--ignore-eos")) o->ignore_eos = 1;
+        else if (!strcmp(a, "--expert-stats")) o->expert_stats = 1;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = 1;
         else if (!strcmp(a, "--dump-logits")) { NEED(); o->dump = v; }
         else if (!strcmp(a, "--cache-type") || !strcmp(a, "-ctk")) { NEED(); o->cache = v; }
@@ -142,6 +145,28 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         fprintf(stderr, "g4 run: --cache-type expects f16, f32 or q8_0, got '%s'\n", o->cache);
         return 0;
     }
+    return 1;
+}
+
+/* One line per MoE layer: experts used by the rows computed so far, fewest and most routings */
+static int print_expert_stats(const g4_model *m, const g4_session *s) {
+    const int32_t ne = g4_model_n_expert(m);
+    if (ne <= 0) { fprintf(stderr, "g4 run: experts: the model has none\n"); return 1; }
+    uint64_t *c = malloc((size_t)ne * sizeof *c);
+    if (!c) { fprintf(stderr, "g4 run: out of memory\n"); return 0; }
+    for (int32_t il = 0; il < g4_model_n_layer(m); il++) {
+        if (g4_session_expert_counts(s, il, c, (size_t)ne) != G4_OK) continue; /* a dense layer */
+        uint64_t lo = c[0], hi = c[0];
+        int used = 0;
+        for (int32_t e = 0; e < ne; e++) {
+            used += c[e] > 0;
+            if (c[e] < lo) lo = c[e];
+            if (c[e] > hi) hi = c[e];
+        }
+        fprintf(stderr, "g4 run: experts: layer %d: %d of %d used, fewest %llu, most %llu routings\n", (int)il, used,
+                (int)ne, (unsigned long long)lo, (unsigned long long)hi);
+    }
+    free(c);
     return 1;
 }
 
@@ -246,6 +271,7 @@ int cmd_run(int argc, char **argv) {
     double t_prompt = now_s() - t1;
     const float *logits = g4_session_logits(s);
     if (o.dump && !write_logits(o.dump, logits, n_vocab)) { signal(SIGINT, prev); goto done; }
+    if (o.expert_stats && !print_expert_stats(m, s)) { signal(SIGINT, prev); goto done; }
     for (size_t i = 0; i < n_prompt; i++) g4_sampler_accept(smp, prompt[i]);
 
     /* generation */

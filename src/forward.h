@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "g4_impl.h"
+#include "moe.h"
 #include "quant/quant.h"
 
 /* ==== KV cache ==== */
@@ -88,6 +89,7 @@ struct g4_session {
     int64_t  batch_n;
     int64_t  chunk_off;
     int32_t  chunk_T;
+    moe_scratch moe;        /* MoE layers' scratch (moe.h), in the arena; zero for a dense model */
 
     void    *arena;         /* one allocation: KV cache + scratch                          */
     size_t   arena_bytes;

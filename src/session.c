@@ -94,7 +94,8 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
         if (l->n_ff > ff_max) ff_max = l->n_ff;
         if (l->n_head / l->n_head_kv > gqa_max) gqa_max = l->n_head / l->n_head_kv;
         const g4_tensor *ws[] = { l->attn_q, l->has_kv ? l->attn_k : NULL, l->has_kv ? l->attn_v : NULL,
-                                  l->attn_output, l->ffn_gate, l->ffn_up, l->ffn_down, l->inp_gate, l->proj };
+                                  l->attn_output, l->ffn_gate, l->ffn_up, l->ffn_down, l->inp_gate, l->proj,
+                                  l->ffn_gate_inp };
         for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++) act_max = max_sz(act_max, act_rb(ws[k]));
         if (l->has_kv && kv_type == G4_TYPE_Q8_0 && hd % 32 != 0)
             return g4_errf(G4_ERR_UNSUPPORTED, err, errlen,
@@ -162,6 +163,10 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     const uint64_t ws_v = plan_take(&w, (uint64_t)hd_max * (uint64_t)v_hull_max, 4);
     plan_take(&w, 0, 1); /* round the per-thread block up to the alignment */
     uint64_t off_ws = plan_take(&p, (uint64_t)n_threads, w.off);
+    /* MoE layers' scratch (moe.h) */
+    uint64_t moe_need[MOE_N_BUFS], off_moe[MOE_N_BUFS];
+    const int n_moe = moe_plan(m, n_ub, moe_need);
+    for (int i = 0; i < n_moe; i++) off_moe[i] = moe_need[i] ? plan_take(&p, moe_need[i], 1) : 0;
     uint64_t rows_v;
     if (g4_mul_ovf((uint64_t)n_logit_rows, V, &rows_v)) p.ovf = 1;
     uint64_t off_logits = plan_take(&p, rows_v, 4);
@@ -221,6 +226,9 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     s->ws_v_cells = v_hull_max;
     s->head_dim_max = (int32_t)hd_max;
     s->n_cells_max = n_cells_max;
+    uint8_t *moe_bufs[MOE_N_BUFS] = { 0 };
+    for (int i = 0; i < n_moe; i++) moe_bufs[i] = moe_need[i] ? a + off_moe[i] : NULL;
+    moe_bind(&s->moe, m, moe_bufs);
     s->logits = (float *)(void *)(a + off_logits);
     s->n_logit_rows = n_logit_rows;
     s->n_logits = 0;
@@ -292,12 +300,22 @@ void g4_session_reset(g4_session *s) {
     if (!s) return;
     s->n_past = 0;    /* cells are overwritten before they are read again */
     s->n_logits = 0;
+    if (s->moe.hist) memset(s->moe.hist, 0, (size_t)s->m->cfg.n_layer * (size_t)s->m->cfg.n_expert * sizeof *s->moe.hist);
     s->err[0] = '\0';
 }
 
 int32_t g4_session_n_past(const g4_session *s) { return s ? s->n_past : 0; }
 int32_t g4_session_n_ctx(const g4_session *s) { return s ? s->n_ctx : 0; }
 const char *g4_session_errmsg(const g4_session *s) { return s ? s->err : "session is NULL"; }
+
+g4_status g4_session_expert_counts(const g4_session *s, int32_t il, uint64_t *counts, size_t n) {
+    if (!s || !counts || il < 0 || il >= s->m->cfg.n_layer || !s->m->layers[il].moe || !s->moe.hist ||
+        n < (size_t)s->m->cfg.n_expert)
+        return G4_ERR_ARG;
+    const size_t Ne = (size_t)s->m->cfg.n_expert;
+    memcpy(counts, s->moe.hist + (size_t)il * Ne, Ne * sizeof *counts);
+    return G4_OK;
+}
 
 void g4_session_memory(const g4_session *s, size_t *kv_bytes, size_t *scratch_bytes) {
     if (kv_bytes) *kv_bytes = s ? s->kv_bytes : 0;

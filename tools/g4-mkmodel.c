@@ -6,8 +6,13 @@
  *              [--head-dim-full N] [--ff N] [--ff-shared N] [--shared N] [--full-every N]
  *              [--ple N] [--window N] [--vocab N] [--ctx N] [--softcap X] [--untied] [--k-eq-v]
  *              [--shared-kv-tensors] [--no-layer-scale] [--seed N]
+ *              [--26b] [--31b] [--k-eq-v-full] [--experts N] [--experts-used K] [--ff-exp N]
+ *              [--moe-first N] [--moe-split] [--moe-scales] [--exp-type T]
  * --ple 0 / --shared 0 / --softcap 0 turn those features off. --fast draws each tensor's rows
  * from 64 generated ones (for timing-only models such as `--e2b --q4_k_m --fast`).
+ * --26b / --31b set the 26B-A4B (MoE) / 31B shapes; later options override single values
+ * (e.g. `--26b --layers 6`). --experts N makes layers >= --moe-first MoE layers with N experts
+ * (top --experts-used, width --ff-exp), fused gate/up unless --moe-split.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +25,9 @@ static int usage(void) {
     fprintf(stderr, "usage: g4-mkmodel OUT.gguf [--type T] [--embd-type T] [--q4_k_m] [--twin] [--fast] [--e2b] [--layers N]\n"
                     "       [--embd N] [--heads N] [--kv-heads N] [--kv-heads-full N] [--head-dim N] [--head-dim-full N]\n"
                     "       [--ff N] [--ff-shared N] [--shared N] [--full-every N] [--ple N] [--window N] [--vocab N]\n"
-                    "       [--ctx N] [--softcap X] [--untied] [--k-eq-v] [--shared-kv-tensors] [--no-layer-scale] [--seed N]\n");
+                    "       [--ctx N] [--softcap X] [--untied] [--k-eq-v] [--shared-kv-tensors] [--no-layer-scale] [--seed N]\n"
+                    "       [--26b] [--31b] [--k-eq-v-full] [--experts N] [--experts-used K] [--ff-exp N] [--moe-first N]\n"
+                    "       [--moe-split] [--moe-scales] [--exp-type T]\n");
     return 2;
 }
 
@@ -36,13 +43,17 @@ int main(int argc, char **argv) {
         INT("--kv-heads-full", n_head_kv_full) INT("--head-dim", head_dim_swa) INT("--head-dim-full", head_dim_full)
         INT("--ff", n_ff) INT("--ff-shared", n_ff_shared) INT("--shared", n_shared) INT("--full-every", full_every)
         INT("--ple", n_per_layer) INT("--window", window) INT("--vocab", n_vocab) INT("--ctx", n_ctx)
+        INT("--experts", n_expert) INT("--experts-used", n_expert_used) INT("--ff-exp", n_ff_exp)
 #undef INT
+        if (!strcmp(a, "--moe-first") && v) { o.moe_first = atoi(v); i++; continue; }
         if (!strcmp(a, "--seed") && v) { o.seed = strtoull(v, NULL, 10); i++; continue; }
         if (!strcmp(a, "--softcap") && v) { o.softcap = (float)atof(v); if (o.softcap == 0) o.softcap = -1; i++; continue; }
-        if ((!strcmp(a, "--type") || !strcmp(a, "--embd-type")) && v) {
+        if ((!strcmp(a, "--type") || !strcmp(a, "--embd-type") || !strcmp(a, "--exp-type")) && v) {
             int t = quant_type_from_name(v);
             if (t < 0) { fprintf(stderr, "g4-mkmodel: unknown type '%s'\n", v); return 2; }
-            if (!strcmp(a, "--type")) o.wtype = (uint32_t)t; else o.embd_type = (uint32_t)t;
+            if (!strcmp(a, "--type")) o.wtype = (uint32_t)t;
+            else if (!strcmp(a, "--exp-type")) o.exp_type = (uint32_t)t;
+            else o.embd_type = (uint32_t)t;
             i++;
             continue;
         }
@@ -54,12 +65,18 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--shared-kv-tensors")) { o.shared_kv_tensors = 1; continue; }
         if (!strcmp(a, "--no-layer-scale")) { o.no_layer_scale = 1; continue; }
         if (!strcmp(a, "--e2b")) { testgen_e2b(&o); continue; }
+        if (!strcmp(a, "--26b")) { testgen_26b(&o); continue; }
+        if (!strcmp(a, "--31b")) { testgen_31b(&o); continue; }
+        if (!strcmp(a, "--k-eq-v-full")) { o.k_eq_v_full = 1; continue; }
+        if (!strcmp(a, "--moe-split")) { o.moe_split = 1; continue; }
+        if (!strcmp(a, "--moe-scales")) { o.moe_scales = 1; continue; }
         fprintf(stderr, "g4-mkmodel: unknown option '%s'\n", a);
         return usage();
     }
     /* --ff-shared 0 / --kv-heads-full 0 mean "same as the others": the field stays 0 */
     if (o.n_ff_shared < 0) o.n_ff_shared = 0;
     if (o.n_head_kv_full < 0) o.n_head_kv_full = 0;
+    if (o.n_expert < 0) o.n_expert = 0;
     char err[512];
     if (testgen_write(argv[1], &o, err, sizeof err) != G4_OK) {
         fprintf(stderr, "g4-mkmodel: %s\n", err);
