@@ -101,7 +101,8 @@ G4_API int32_t     g4_model_n_layer(const g4_model *m);
 G4_API const char *g4_model_kernels(const g4_model *m);    /* name of the kernel set in use */
 G4_API int         g4_model_n_threads(const g4_model *m);
 /* Bytes of weights one decoded token reads: every matrix and vector the forward pass uses
- * once (the output head included), one row of each embedding table. Divides a memory read
+ * once (the output head included), one row of each embedding table and, of each MoE layer's
+ * experts, the n_expert_used a token is routed to. Divides a memory read
  * rate into the decode speed ceiling (g4 bench, make bench-vs-llama). 0 for NULL. */
 G4_API uint64_t    g4_model_decode_bytes(const g4_model *m);
 /* Mixture of experts (26B-A4B): experts per MoE layer and experts each token is routed to
