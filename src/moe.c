@@ -3,7 +3,7 @@
  *
  * Owns: the MoE block's arithmetic and its float order, the grouping of a chunk's rows by
  * expert, the expert matrix products (one parallel job per stage over all routed experts).
- * Does not own: the shared MLP (forward.c ffn), buffer sizing (the session, from moe_plan),
+ * Does not own: the shared MLP (forward.c ffn), buffer sizing (work.c, from moe_plan),
  * kernels (kern/).
  *
  * Float order, as llama.cpp v0.5.0's CPU backend (haswell build) computes the graph of
@@ -257,13 +257,14 @@ static moe_entry entry(const g4_kern *k, const g4_tensor *w, int e, const uint8_
     return r;
 }
 
-void moe_ffn(struct g4_session *s, const g4_layer *l, const float *x1, float *y, int n) {
-    const g4_model *m = s->m;
-    const moe_scratch *sc = &s->moe;
+void moe_ffn(struct g4_work *w, const g4_layer *l, const float *x1, float *y, int r0, int T) {
+    const g4_model *m = w->m;
+    const moe_scratch *sc = &w->moe;
     const int Ne = m->cfg.n_expert, K = m->cfg.n_expert_used;
     const int64_t E = m->cfg.n_embd, F = m->cfg.n_ff_exp;
     const g4_tensor *wg = l->ffn_gate_up_exps ? l->ffn_gate_up_exps : l->ffn_gate_exps;
-    G4_ASSERT(l->moe && n >= 1 && n <= s->n_ubatch);
+    const int n = T - r0;
+    G4_ASSERT(l->moe && n >= 1 && T <= w->n_rows && sc->logits);
     moe_ctx c = {
         .m = m, .l = l, .sc = sc, .x1 = x1, .y = y, .n = n, .K = K,
         .dt_g = dot_of(wg), .dt_u = l->ffn_up_exps ? dot_of(l->ffn_up_exps) : dot_of(wg), .dt_d = dot_of(l->ffn_down_exps),
@@ -276,7 +277,7 @@ void moe_ffn(struct g4_session *s, const g4_layer *l, const float *x1, float *y,
 
     /* router: logits [n][Ne] ("ffn_moe_logits"), then probabilities, top-k and weights */
     pool_for(pool, n, (n + per - 1) / per, router_in_task, &c);
-    forward_matmul(s, l->ffn_gate_inp, sc->xin, n, sc->logits, (size_t)Ne, 0, Ne, 1.0f);
+    forward_matmul(w, l->ffn_gate_inp, sc->xin, r0, T, sc->logits, (size_t)Ne, 0, Ne, 1.0f);
     pool_for(pool, n, (n + per - 1) / per, route_task, &c);
 
     /* group the n*K (row, slot) pairs by expert, rows in order within an expert (as
@@ -292,8 +293,13 @@ void moe_ffn(struct g4_session *s, const g4_layer *l, const float *x1, float *y,
         sc->grow[i] = g;
         sc->pair[g] = i;
     }
-    uint64_t *hist = sc->hist + (size_t)(l - m->layers) * (size_t)Ne;
-    for (int e = 0; e < Ne; e++) hist[e] += (uint64_t)(sc->off[e + 1] - sc->off[e]);
+    /* routings per session, layer and expert (g4_session_expert_counts) */
+    const size_t il = (size_t)(l - m->layers);
+    for (int i = 0; i < n * K; i++) {
+        uint64_t *hist = w->sess[r0 + i / K]->moe_hist;
+        G4_ASSERT(hist);
+        hist[il * (size_t)Ne + (size_t)sc->sel[i]]++;
+    }
 
     /* the experts' input z ("ffn_norm_2") in gate's (and up's) dot type, gathered by expert */
     pool_for(pool, n, (n + per - 1) / per, expert_in_task, &c);
@@ -341,11 +347,11 @@ static size_t act_rb(const g4_tensor *w, int64_t n) {
     return w ? kern_act_row_bytes(quant_traits(w->type)->dot_type, n) : 0;
 }
 
-int moe_plan(const g4_model *m, int32_t n_ubatch, uint64_t need[MOE_N_BUFS]) {
+int moe_plan(const g4_model *m, int32_t n_rows, uint64_t need[MOE_N_BUFS]) {
     const g4_config *c = &m->cfg;
     for (int i = 0; i < MOE_N_BUFS; i++) need[i] = 0;
     if (c->n_layer_moe == 0) return 0;
-    const uint64_t U = (uint64_t)n_ubatch, K = (uint64_t)c->n_expert_used, Ne = (uint64_t)c->n_expert;
+    const uint64_t U = (uint64_t)n_rows, K = (uint64_t)c->n_expert_used, Ne = (uint64_t)c->n_expert;
     const uint64_t E = (uint64_t)c->n_embd, F = (uint64_t)c->n_ff_exp;
     size_t xq_rb = 0, hq_rb = 0;
     int two = 0;
@@ -360,7 +366,7 @@ int moe_plan(const g4_model *m, int32_t n_ubatch, uint64_t need[MOE_N_BUFS]) {
         if (l->ffn_up_exps && quant_traits(l->ffn_up_exps->type)->dot_type != quant_traits(wg->type)->dot_type) two = 1;
     }
     /* products of values bounded by the loader (U <= 2^30, E, F <= 2^20, Ne <= 1024): no
-     * overflow in 64 bits; the session checks the sum */
+     * overflow in 64 bits; work_plan checks the sum */
     const uint64_t UK = U * K;
     need[0] = U * Ne * 4;            /* logits */
     need[1] = UK * 4;                /* sel */
@@ -378,7 +384,6 @@ int moe_plan(const g4_model *m, int32_t n_ubatch, uint64_t need[MOE_N_BUFS]) {
     need[13] = UK * hq_rb;           /* hq */
     need[14] = UK * E * 4;           /* eo */
     need[15] = 2 * Ne * sizeof(moe_entry); /* ent */
-    need[16] = (uint64_t)c->n_layer * Ne * 8; /* hist */
     return MOE_N_BUFS;
 }
 
@@ -387,7 +392,7 @@ void moe_bind(moe_scratch *sc, const g4_model *m, uint8_t *const b[MOE_N_BUFS]) 
     memset(sc, 0, sizeof *sc);
     if (c->n_layer_moe == 0) return;
     uint64_t need[MOE_N_BUFS];
-    moe_plan(m, 1, need); /* row sizes do not depend on n_ubatch */
+    moe_plan(m, 1, need); /* row sizes do not depend on n_rows */
     sc->logits = (float *)(void *)b[0];
     sc->sel = (int32_t *)(void *)b[1];
     sc->wts = (float *)(void *)b[2];
@@ -404,8 +409,6 @@ void moe_bind(moe_scratch *sc, const g4_model *m, uint8_t *const b[MOE_N_BUFS]) 
     sc->hq = b[13];
     sc->eo = (float *)(void *)b[14];
     sc->ent = (moe_entry *)(void *)b[15];
-    sc->hist = (uint64_t *)(void *)b[16];
-    memset(sc->hist, 0, (size_t)c->n_layer * (size_t)c->n_expert * sizeof *sc->hist);
     sc->xq_rb = (size_t)need[8];
     sc->hq_rb = (size_t)(need[13] / (uint64_t)c->n_expert_used);
 }

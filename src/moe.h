@@ -5,8 +5,9 @@
  * Interface: rows in, rows out. moe_ffn takes n rows of the post-attention stream x1 and the
  * n rows of the shared (dense) MLP's output y, and leaves in y
  *     RMS(y, post_ffw_norm_1) + RMS(sum_k w_k * expert_k(RMS(x1, pre_ffw_norm_2)), post_ffw_norm_2)
- * ("ffn_moe_combined"). All scratch is a moe_scratch sized once by the session (moe_plan); the
- * token loop allocates nothing.
+ * ("ffn_moe_combined"). All scratch is a moe_scratch in the chunk's g4_work, sized with it
+ * (moe_plan from work_plan); the token loop allocates nothing. The rows may belong to several
+ * sessions (g4_batch_eval): each row's routings are counted in its own session.
  *
  * Schedule (llama.cpp's mul_mat_id): the chunk's (token, slot) pairs are grouped by expert, so
  * each routed expert's weights stream once per chunk for all of its tokens; a decoded token
@@ -38,7 +39,7 @@ typedef struct moe_entry {
 } moe_entry;
 
 typedef struct moe_scratch {
-    /* U = n_ubatch rows, K = n_expert_used, Ne = n_expert, E = n_embd, F = n_ff_exp */
+    /* U = the work's n_rows, K = n_expert_used, Ne = n_expert, E = n_embd, F = n_ff_exp */
     float     *logits;  /* [U][Ne]      router logits, then probabilities                    */
     int32_t   *sel;     /* [U][K]       experts of each row, highest probability first       */
     float     *wts;     /* [U][K]       routing weights, renormalised                        */
@@ -55,15 +56,14 @@ typedef struct moe_scratch {
     uint8_t   *hq;      /* [U*K][hq_rb] gelu(gate)*up in down's dot type                      */
     float     *eo;      /* [U*K][E]     expert outputs (x scale), then the weighted sum       */
     moe_entry *ent;     /* [2 * Ne]     a stage's matrix products                             */
-    uint64_t  *hist;    /* [n_layer][Ne] routings per layer and expert since create/reset      */
     size_t     xq_rb, hq_rb;
 } moe_scratch;
 
-/* Scratch sizes for a session of n_ubatch rows: fills *need (byte sizes of each buffer above,
- * in declaration order, 0 = not needed) for the model's MoE layers. Returns the number of
- * buffers (MOE_N_BUFS) or 0 for a dense model. */
-enum { MOE_N_BUFS = 17 };
-G4_INTERNAL int moe_plan(const g4_model *m, int32_t n_ubatch, uint64_t need[MOE_N_BUFS]);
+/* Scratch sizes for a work of n_rows rows: fills *need (byte sizes of each buffer above, in
+ * declaration order, 0 = not needed) for the model's MoE layers. Returns the number of buffers
+ * (MOE_N_BUFS) or 0 for a dense model. */
+enum { MOE_N_BUFS = 16 };
+G4_INTERNAL int moe_plan(const g4_model *m, int32_t n_rows, uint64_t need[MOE_N_BUFS]);
 /* Points the scratch at buffers laid out by the caller from moe_plan's sizes (bufs[i] NULL
  * where need[i] was 0). */
 G4_INTERNAL void moe_bind(moe_scratch *sc, const g4_model *m, uint8_t *const bufs[MOE_N_BUFS]);
@@ -75,11 +75,12 @@ G4_INTERNAL void moe_bind(moe_scratch *sc, const g4_model *m, uint8_t *const buf
  * ggml_clamp, ggml_div). */
 G4_INTERNAL void moe_route(float *logits, int n_expert, int k, int32_t *sel, float *wts);
 
-struct g4_session;
-/* The MoE FFN of layer l on n rows: x1 [n][E] the post-attention stream ("attn_out"), y [n][E]
- * in: the shared MLP's output ("ffn_out" before post_ffw_norm_1), out: "ffn_moe_combined".
- * The rows are the last n of the session's current chunk (the router matmul follows
- * llama.cpp's batch order through forward_matmul). Adds the rows' routings to sc->hist. */
-G4_INTERNAL void moe_ffn(struct g4_session *s, const g4_layer *l, const float *x1, float *y, int n);
+struct g4_work;
+/* The MoE FFN of layer l on chunk rows [r0, T) of w: x1 [T - r0][E] the post-attention stream
+ * ("attn_out"), y [T - r0][E] in: the shared MLP's output ("ffn_out" before post_ffw_norm_1),
+ * out: "ffn_moe_combined". The router matmul follows llama.cpp's ubatch order through
+ * forward_matmul (the rows' columns w->col). Adds each row's routings to the moe_hist of its
+ * session w->sess[t]. */
+G4_INTERNAL void moe_ffn(struct g4_work *w, const g4_layer *l, const float *x1, float *y, int r0, int T);
 
 #endif /* G4_MOE_H */

@@ -165,10 +165,16 @@ static void check_ffn_ref(const char *name, const g4_testgen_opts *o) {
     if (s && l->moe) {
         float *yin = malloc(sizeof(float) * (size_t)(N * E));
         memcpy(yin, y, sizeof(float) * (size_t)(N * E));
-        s->batch_n = N;
-        s->chunk_off = 0;
-        s->chunk_T = N;
-        moe_ffn(s, l, x1, y, N);
+        /* the session's own rows scratch as one chunk of N rows of its ubatch */
+        g4_work *w = &s->work;
+        for (int t = 0; t < N; t++) {
+            w->sess[t] = s;
+            w->col[t] = t;
+        }
+        w->T = N;
+        w->r0 = 0;
+        w->batch_n = N;
+        moe_ffn(w, l, x1, y, 0, N);
         double worst = 0;
         for (int t = 0; t < N; t++) {
             moe_ref(m, l, x1 + t * E, yin + t * E, ref);
@@ -317,7 +323,7 @@ static void check_accounting(void) {
     T_CHECK(moe_plan(m, 128, need) == 0 && need[0] == 0);
     T_CHECK(g4_model_decode_bytes_routed(m) == 0 && g4_model_n_expert(m) == 0);
     s = sess(m, 64, 16);
-    T_CHECK(s && s->moe.hist == NULL && g4_session_expert_counts(s, 0, cnt, 16) == G4_ERR_ARG);
+    T_CHECK(s && s->moe_hist == NULL && s->work.moe.logits == NULL && g4_session_expert_counts(s, 0, cnt, 16) == G4_ERR_ARG);
     g4_session_free(s);
     g4_model_close(m);
     free(buf);
