@@ -49,6 +49,7 @@ $(B)/obj/src/kern/kern_neon.o:   EXTRA = $(ISA_neon)
 $(B)/obj/src/quant/%.o:          EXTRA = -ffp-contract=off
 
 .PHONY: all lib cli test asan ubsan tsan debug native fuzz fuzz-tok fuzz-state fuzz-json fuzz-http bench bench-model bench-vs-llama bench-spec demo install uninstall clean help \
+        bench-model-moe bench-model-31b bench-vs-llama-moe bench-vs-llama-31b \
         test-deps examples tools
 
 all: $(B)/g4 $(B)/libg4.a $(B)/libg4.so $(B)/g4-test $(B)/simple $(TOOLS)
@@ -211,6 +212,21 @@ bench-vs-llama: all bench-model
 BENCH_ASSISTANT ?= $(B)/bench-e2b-assistant.gguf
 bench-spec: all bench-model
 	sh scripts/bench_spec.sh $(B) $(BENCH_MODEL) $(BENCH_ASSISTANT)
+# the same for the rest of the family, at full width and reduced depth (~3 GB each): the 26B-A4B
+# mixture of experts (the first 6 of its 30 layers, 128 experts top 8) and the dense 31B (the
+# first 6 of its 60 layers); real vocabulary, Q4_K_M mix, rows drawn from 64 per tensor
+BENCH_MODEL_MOE ?= $(B)/bench-26b-a4b-l6-q4_k_m.gguf
+BENCH_MODEL_31B ?= $(B)/bench-31b-l6-q4_k_m.gguf
+bench-model-moe: $(B)/g4-mkmodel
+	@test -f $(BENCH_MODEL_MOE) || $(B)/g4-mkmodel $(BENCH_MODEL_MOE) --26b --layers 6 --q4_k_m --fast
+	@ls -l $(BENCH_MODEL_MOE)
+bench-model-31b: $(B)/g4-mkmodel
+	@test -f $(BENCH_MODEL_31B) || $(B)/g4-mkmodel $(BENCH_MODEL_31B) --31b --layers 6 --q4_k_m --fast
+	@ls -l $(BENCH_MODEL_31B)
+bench-vs-llama-moe: all bench-model-moe
+	sh scripts/bench_vs_llama.sh $(B) $(BENCH_MODEL_MOE)
+bench-vs-llama-31b: all bench-model-31b
+	sh scripts/bench_vs_llama.sh $(B) $(BENCH_MODEL_31B)
 
 # ---- install ---------------------------------------------------------------------------
 install: all
@@ -247,4 +263,6 @@ help:
 	@echo "  bench-model    write a random E2B-shaped Q4_K_M model for timing (build/bench-e2b-q4_k_m.gguf)"
 	@echo "  bench-vs-llama g4 bench and llama.cpp side by side on that model, with ratios"
 	@echo "  bench-spec     speculative decoding: verify/draft costs, g4 vs llama.cpp's speculative-simple"
+	@echo "  bench-model-moe, bench-model-31b  26B-A4B / 31B-shaped Q4_K_M files, 6 layers at full width"
+	@echo "  bench-vs-llama-moe, bench-vs-llama-31b  bench-vs-llama on those files"
 	@echo "  install        PREFIX=$(PREFIX) DESTDIR=: g4, libg4.a, libg4.so, g4.h, g4.pc"

@@ -138,6 +138,8 @@ typedef struct model_desc {
     uint64_t size;        /* tensor bytes */
     uint64_t params;
     uint64_t decode_bytes; /* weights one decoded token reads (g4_model_decode_bytes) */
+    uint64_t decode_routed; /* of those, the routed experts' (MoE; 0 for a dense model) */
+    uint64_t params_active; /* parameters one token uses (all of them for a dense model) */
 } model_desc;
 
 static void describe(const g4_model *m, model_desc *d) {
@@ -145,6 +147,8 @@ static void describe(const g4_model *m, model_desc *d) {
     uint64_t by_type[G4_TYPE_COUNT] = {0};
     d->size = d->params = 0;
     d->decode_bytes = g4_model_decode_bytes(m);
+    d->decode_routed = g4_model_decode_bytes_routed(m);
+    d->params_active = g4_model_n_params_active(m);
     for (size_t i = 0; i < gguf_n_tensors(f); i++) {
         const gguf_tensor *t = gguf_tensor_at(f, i);
         uint64_t ne = (uint64_t)t->ne[0] * (uint64_t)t->ne[1] * (uint64_t)t->ne[2] * (uint64_t)t->ne[3];
@@ -249,8 +253,10 @@ static void json_all(const model_desc *d, const char *const *paths, const result
         json_str(paths[r->model]);
         printf(", \"model_type\": ");
         json_str(d[r->model].name);
-        printf(", \"model_size\": %" PRIu64 ", \"model_n_params\": %" PRIu64 ", \"decode_bytes\": %" PRIu64
-               ", \"backends\": \"CPU\", \"kernels\": ", d[r->model].size, d[r->model].params, d[r->model].decode_bytes);
+        printf(", \"model_size\": %" PRIu64 ", \"model_n_params\": %" PRIu64 ", \"model_n_params_active\": %" PRIu64
+               ", \"decode_bytes\": %" PRIu64 ", \"decode_bytes_routed\": %" PRIu64 ", \"backends\": \"CPU\", \"kernels\": ",
+               d[r->model].size, d[r->model].params, d[r->model].params_active, d[r->model].decode_bytes,
+               d[r->model].decode_routed);
         json_str(kernels[r->model] ? kernels[r->model] : "");
         if (r->np)
             printf(", \"n_parallel\": %ld, \"pp_avg_ts\": %.6f, \"pp_stddev_ts\": %.6f, \"tg_per_seq_ts\": %.6f", r->np,
@@ -510,6 +516,11 @@ int cmd_bench(int argc, char **argv) {
             fprintf(stderr, "g4 bench: loaded %s in %.3f s (%s, kernels %s, %d threads; a decoded token reads %.3f GB of weights)\n",
                     models[mi], progress_now() - t0, desc[mi].name, g4_model_kernels(m), g4_model_n_threads(m),
                     (double)desc[mi].decode_bytes / 1e9);
+            if (g4_model_n_expert(m) > 0)
+                fprintf(stderr, "g4 bench: mixture of experts: %d of %d experts per token; active parameters %.3f B of %.3f B; "
+                        "routed experts %.3f GB of the %.3f GB a decoded token reads\n",
+                        (int)g4_model_n_expert_used(m), (int)g4_model_n_expert(m), (double)desc[mi].params_active / 1e9,
+                        (double)desc[mi].params / 1e9, (double)desc[mi].decode_routed / 1e9, (double)desc[mi].decode_bytes / 1e9);
             const int cache_t = !cache || !strcmp(cache, "f16") ? G4_CACHE_F16 : !strcmp(cache, "f32") ? G4_CACHE_F32 : G4_CACHE_Q8_0;
             for (int ni = 0; ni < n_np && !g_int && rc == 0; ni++) {
                 bench_batch bb;

@@ -200,16 +200,18 @@ int cmd_info(int argc, char **argv) {
             printf("  \"hparams\": {\"n_layer\": %d, \"n_embd\": %d, \"n_vocab\": %d, \"n_ctx_train\": %d, "
                    "\"n_embd_per_layer\": %d, \"n_swa\": %d, \"n_layer_kv\": %d, \"head_dim_full\": %d, "
                    "\"head_dim_swa\": %d, \"rms_eps\": %.9g, \"rope_base\": %.9g, \"rope_base_swa\": %.9g, "
-                   "\"softcap\": %.9g, \"tied\": %s, \"size\": \"%s\",\n    \"layers\": [",
+                   "\"softcap\": %.9g, \"tied\": %s, \"size\": \"%s\", \"n_expert\": %d, \"n_expert_used\": %d, "
+                   "\"n_ff_exp\": %d, \"n_layer_moe\": %d,\n    \"layers\": [",
                    c->n_layer, c->n_embd, c->n_vocab, c->n_ctx_train, c->n_embd_per_layer, c->n_swa, c->n_layer_kv,
                    c->head_dim_full, c->head_dim_swa, (double)c->rms_eps, (double)c->rope_base,
-                   (double)c->rope_base_swa, (double)c->softcap, c->tied ? "true" : "false", size_name(c->n_layer));
+                   (double)c->rope_base_swa, (double)c->softcap, c->tied ? "true" : "false", size_name(c->n_layer),
+                   c->n_expert, c->n_expert_used, c->n_ff_exp, c->n_layer_moe);
             for (int i = 0; i < c->n_layer; i++) {
                 const g4_layer *l = &m->layers[i];
                 printf("%s\n      {\"swa\": %s, \"n_head\": %d, \"n_head_kv\": %d, \"head_dim\": %d, \"n_ff\": %d, "
-                       "\"kv_src\": %d, \"v_is_k\": %s, \"out_scale\": %.9g}",
+                       "\"kv_src\": %d, \"v_is_k\": %s, \"out_scale\": %.9g, \"moe\": %s}",
                        i ? "," : "", l->swa ? "true" : "false", l->n_head, l->n_head_kv, l->head_dim, l->n_ff,
-                       l->kv_src, l->v_is_k ? "true" : "false", (double)l->out_scale);
+                       l->kv_src, l->v_is_k ? "true" : "false", (double)l->out_scale, l->moe ? "true" : "false");
             }
             printf("]},\n");
         }
@@ -278,6 +280,22 @@ int cmd_info(int argc, char **argv) {
             printf("ffn:           %d", ff0);
             if (ffl != ff0) printf(" (%d on the last layers)", ffl);
             printf(", rms eps %g, final soft-cap %g\n", (double)c->rms_eps, (double)c->softcap);
+            if (c->n_layer_moe > 0) {
+                int fused = 0, split = 0, first = -1;
+                for (int i = 0; i < c->n_layer; i++) {
+                    if (!m->layers[i].moe) continue;
+                    if (first < 0) first = i;
+                    if (m->layers[i].ffn_gate_up_exps) fused++; else split++;
+                }
+                printf("experts:       %d per layer, %d used per token, expert FFN %d (gate/up %s), on %d of %d layers "
+                       "(from layer %d), next to the shared MLP above\n",
+                       c->n_expert, c->n_expert_used, c->n_ff_exp, !split ? "fused" : !fused ? "split" : "fused and split",
+                       c->n_layer_moe, c->n_layer, first);
+                printf("active:        %.3f M of the parameters per token; a decoded token reads %.2f MB of weights, "
+                       "%.2f MB of them routed experts\n",
+                       (double)g4_model_n_params_active(m) / 1e6, (double)g4_model_decode_bytes(m) / 1e6,
+                       (double)g4_model_decode_bytes_routed(m) / 1e6);
+            }
         }
         human_bytes((double)tbytes, b1, sizeof b1);
         if (params >= 1000000000ull) printf("tensors:       %zu, %.3f G parameters, %s\n", nt, (double)params / 1e9, b1);

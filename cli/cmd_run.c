@@ -45,6 +45,8 @@ static void usage(FILE *out) {
             "  --prompt-cache FILE    reuse the state saved in FILE for the prompt's common prefix, and\n"
             "                         save the state after the prompt there (llama.cpp's --prompt-cache)\n"
             "  --prompt-cache-ro      with --prompt-cache: load only, do not write FILE\n"
+            "  --expert-stats         mixture of experts: after the prompt, per MoE layer, how many experts\n"
+            "                         its rows were routed to (stderr)\n"
             "%s"
             "  -v, --verbose          memory plan, timings, speculative counts and loader messages on stderr\n"
             "  -h, --help             this text\n", cli_spec_usage());
@@ -110,7 +112,7 @@ static int write_logits(const char *path, const float *logits, int32_t n) {
 
 typedef struct run_opts {
     const char *model, *prompt, *file, *dump, *cache, *pcache;
-    int ids, verbose, ignore_eos, pcache_ro;
+    int ids, verbose, ignore_eos, pcache_ro, expert_stats;
     long n_predict, n_ctx, n_ubatch, threads;
     cli_samp samp;
     cli_spec spec;
@@ -131,6 +133,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) { NEED(); o->file = v; }
         else if (!strcmp(a, "--ids")) o->ids = 1;
         else if (!strcmp(a, "--ignore-eos")) o->ignore_eos = 1;
+        else if (!strcmp(a, "--expert-stats")) o->expert_stats = 1;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = 1;
         else if (!strcmp(a, "--dump-logits")) { NEED(); o->dump = v; }
         else if (!strcmp(a, "--prompt-cache")) { NEED(); o->pcache = v; }
@@ -152,6 +155,28 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         fprintf(stderr, "g4 run: --cache-type expects f16, f32 or q8_0, got '%s'\n", o->cache);
         return 0;
     }
+    return 1;
+}
+
+/* One line per MoE layer: experts used by the rows computed so far, fewest and most routings */
+static int print_expert_stats(const g4_model *m, const g4_session *s) {
+    const int32_t ne = g4_model_n_expert(m);
+    if (ne <= 0) { fprintf(stderr, "g4 run: experts: the model has none\n"); return 1; }
+    uint64_t *c = malloc((size_t)ne * sizeof *c);
+    if (!c) { fprintf(stderr, "g4 run: out of memory\n"); return 0; }
+    for (int32_t il = 0; il < g4_model_n_layer(m); il++) {
+        if (g4_session_expert_counts(s, il, c, (size_t)ne) != G4_OK) continue; /* a dense layer */
+        uint64_t lo = c[0], hi = c[0];
+        int used = 0;
+        for (int32_t e = 0; e < ne; e++) {
+            used += c[e] > 0;
+            if (c[e] < lo) lo = c[e];
+            if (c[e] > hi) hi = c[e];
+        }
+        fprintf(stderr, "g4 run: experts: layer %d: %d of %d used, fewest %llu, most %llu routings\n", (int)il, used,
+                (int)ne, (unsigned long long)lo, (unsigned long long)hi);
+    }
+    free(c);
     return 1;
 }
 
@@ -293,6 +318,7 @@ int cmd_run(int argc, char **argv) {
     double t_prompt = now_s() - t1;
     const float *logits = g4_session_logits(s);
     if (o.dump && !write_logits(o.dump, logits, n_vocab)) { signal(SIGINT, prev); goto done; }
+    if (o.expert_stats && !print_expert_stats(m, s)) { signal(SIGINT, prev); goto done; }
     for (size_t i = 0; i < n_prompt; i++) g4_sampler_accept(smp, prompt[i]);
     if (spo.type != G4_SPEC_NONE) {
         st = g4_spec_create(&sp, s, &spo, err, sizeof err);

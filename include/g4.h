@@ -102,9 +102,21 @@ G4_API int32_t     g4_model_n_layer(const g4_model *m);
 G4_API const char *g4_model_kernels(const g4_model *m);    /* name of the kernel set in use */
 G4_API int         g4_model_n_threads(const g4_model *m);
 /* Bytes of weights one decoded token reads: every matrix and vector the forward pass uses
- * once (the output head included), one row of each embedding table. Divides a memory read
+ * once (the output head included), one row of each embedding table and, of each MoE layer's
+ * experts, the n_expert_used a token is routed to. Divides a memory read
  * rate into the decode speed ceiling (g4 bench, make bench-vs-llama). 0 for NULL. */
 G4_API uint64_t    g4_model_decode_bytes(const g4_model *m);
+/* Mixture of experts (26B-A4B): experts per MoE layer and experts each token is routed to
+ * (0 and 0 for a dense model). */
+G4_API int32_t     g4_model_n_expert(const g4_model *m);
+G4_API int32_t     g4_model_n_expert_used(const g4_model *m);
+/* Of g4_model_decode_bytes, the routed experts' share: n_expert_used expert matrices (gate,
+ * up, down) of every MoE layer. 0 for a dense model or NULL. */
+G4_API uint64_t    g4_model_decode_bytes_routed(const g4_model *m);
+/* Weight elements one token uses: every tensor the model binds, with only n_expert_used of
+ * the n_expert matrices of each expert tensor (the "active" parameters; all of them for a
+ * dense model). 0 for NULL or a vocab-only model. */
+G4_API uint64_t    g4_model_n_params_active(const g4_model *m);
 G4_API int32_t     g4_model_token_bos(const g4_model *m);  /* -1 if none */
 G4_API int32_t     g4_model_token_eos(const g4_model *m);  /* -1 if none */
 G4_API int         g4_model_is_eog(const g4_model *m, int32_t tok); /* end of generation: eos, <turn|>, ... */
@@ -164,6 +176,13 @@ G4_API int32_t      g4_session_n_ctx(const g4_session *s);
 G4_API const char  *g4_session_errmsg(const g4_session *s);        /* last error, "" if none */
 /* Memory plan of the session: bytes of KV cache and of scratch buffers. */
 G4_API void         g4_session_memory(const g4_session *s, size_t *kv_bytes, size_t *scratch_bytes);
+/* Mixture of experts: counts[e] = how many (token, slot) routings expert e of layer il
+ * received since the session was created or reset, over the rows the session computed (the
+ * layers from the last KV-owning one on compute only the rows whose logits are wanted), in
+ * g4_session_eval and g4_batch_eval alike.
+ * counts holds n >= g4_model_n_expert() entries. G4_ERR_ARG for NULL pointers, a layer out of
+ * range or without experts, or n too small. */
+G4_API g4_status    g4_session_expert_counts(const g4_session *s, int32_t il, uint64_t *counts, size_t n);
 /* The KV cache split: bytes per position of context (the full-attention layers that own a
  * cache: they hold every position) and bytes that do not grow with n_ctx (the sliding
  * layers' rings of window + n_ubatch - 1 positions). */

@@ -302,6 +302,8 @@ static void layer(g4_work *w, int il, int r_kv, int r0, int T) {
     /* 10-12. FFN ("ffn_norm", "ffn_out", "ffn_post_norm") and residual */
     norm_rows(w, w->cur, w->inpL, l->ffn_norm, r0, T);
     ffn(w, l, r0, T);
+    /* 11. MoE layers: cur = RMS(cur, post_ffw_norm_1) + RMS(routed experts, post_ffw_norm_2) */
+    if (l->moe) moe_ffn(w, l, w->inpL + (size_t)r0 * E, w->cur + (size_t)r0 * E, r0, T);
     add_post_norm(w, w->cur, l->post_ffw_norm, r0, T);
 
     /* 13. per-layer embedding block ("pe_in", "per_layer_embd_out") */

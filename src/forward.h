@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "g4_impl.h"
+#include "moe.h"
 #include "quant/quant.h"
 
 /* ==== KV cache ==== */
@@ -92,6 +93,7 @@ typedef struct g4_work {
                              * target's cache: mtp.c); 0 = up to p, as a decoder layer        */
     int64_t  batch_n;       /* columns of llama.cpp's ubatch                                */
     int64_t  n_outputs;     /* outputs of llama.cpp's ubatch                                */
+    moe_scratch moe;        /* MoE layers' scratch (moe.h), [n_rows] rows; zero for a dense model */
 } g4_work;
 
 /* Memory plan of a work for n_rows rows and n_out_rows output rows: offsets from a 64-byte
@@ -103,6 +105,7 @@ typedef struct g4_plan {
 typedef struct g4_work_plan {
     uint64_t inpL, cur, q, kc, vc, kqv, gate, up, pe, ipl, plp, rope, act, logits;
     uint64_t tok, pos, sess, col, seq_n, ocol, odst, hdst;
+    uint64_t moe[MOE_N_BUFS]; /* moe_plan's buffers (UINT64_MAX = not needed)              */
     size_t   act_row_max;
     int32_t  head_dim_max;
     int32_t  n_rows, n_out_rows;
@@ -129,6 +132,8 @@ struct g4_session {
                              * only the last window): they hold positions
                              * [max(swa_lo, swa_hi - swa_cells), n_past) */
     int32_t   swa_cells;    /* cells of the sliding rings (0 when no layer slides) */
+    uint64_t *moe_hist;     /* [n_layer][n_expert] routings per MoE layer and expert since
+                             * create/reset (NULL for a dense model) */
 
     g4_kv_slot *kv;         /* [cfg.n_kv_owner], indexed by g4_layer.kv_slot */
 

@@ -56,7 +56,9 @@ typedef struct g4_tensor {        /* a validated view of one GGUF tensor */
     uint32_t       type;          /* g4_type, usable for its role */
     int64_t        ne[4];         /* ggml order: ne[0] = row length */
     size_t         row_bytes;     /* bytes of one row of ne[0] elements */
-    const uint8_t *data;          /* [ne[1]*ne[2]*ne[3]] rows of row_bytes, in the mapping */
+    const uint8_t *data;          /* [ne[1]*ne[2]*ne[3]] rows of row_bytes, in the mapping;
+                                   * a 3-D expert tensor holds ne[2] matrices of ne[1] rows,
+                                   * expert e at data + e*ne[1]*row_bytes */
 } g4_tensor;
 
 typedef struct g4_layer {
@@ -92,6 +94,22 @@ typedef struct g4_layer {
     const g4_tensor *inp_gate;            /* [n_embd, n_embd_per_layer], P > 0 */
     const g4_tensor *proj;                /* [n_embd_per_layer, n_embd], P > 0 */
     const g4_tensor *post_norm;           /* [n_embd] f32, P > 0 */
+    /* mixture of experts (26B-A4B; gemma4-architecture.md §4.8): moe = 1 when the layer has a
+     * router (ffn_gate_inp); the dense ffn_* above are then its shared MLP. Expert matrices
+     * are 3-D, [in, out, n_expert], read in place in their stored type. */
+    int   moe;
+    const g4_tensor *ffn_gate_inp;        /* [n_embd, n_expert] router (any weight type) */
+    const g4_tensor *ffn_gate_inp_s;      /* [n_embd] f32 router input scale */
+    const g4_tensor *pre_ffw_norm_2;      /* [n_embd] f32: norm of the experts' input */
+    const g4_tensor *post_ffw_norm_1;     /* [n_embd] f32: after the shared MLP */
+    const g4_tensor *post_ffw_norm_2;     /* [n_embd] f32: after the expert sum */
+    const g4_tensor *ffn_gate_up_exps;    /* [n_embd, 2*n_ff_exp, n_expert]: gate rows, then up rows; */
+    const g4_tensor *ffn_gate_exps;       /* [n_embd, n_ff_exp, n_expert]  or gate and up apart  */
+    const g4_tensor *ffn_up_exps;         /* [n_embd, n_ff_exp, n_expert]  (NULL when fused)      */
+    const g4_tensor *ffn_down_exps;       /* [n_ff_exp, n_embd, n_expert] */
+    const g4_tensor *down_exps_s;         /* [n_expert] f32 output scales, NULL = 1 */
+    const g4_tensor *gate_exps_s;         /* [n_expert] f32, split gate/up only, NULL = 1 */
+    const g4_tensor *up_exps_s;           /* [n_expert] f32, split gate/up only, NULL = 1 */
 } g4_layer;
 
 typedef struct g4_config {
@@ -111,6 +129,10 @@ typedef struct g4_config {
     float   rope_base_swa;
     float   softcap;          /* 0 = none */
     int     tied;             /* 1 = LM head is token_embd */
+    int32_t n_expert;         /* experts per MoE layer (0 = dense model), <= 1024 */
+    int32_t n_expert_used;    /* experts each token is routed to, 1..n_expert (0 if dense) */
+    int32_t n_ff_exp;         /* expert FFN width (expert_feed_forward_length) */
+    int32_t n_layer_moe;      /* layers with a router */
 } g4_config;
 
 typedef struct g4_vocab g4_vocab; /* tokenizer.c */

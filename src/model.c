@@ -28,6 +28,7 @@
 #define MAX_HEAD_DIM   4096
 #define MAX_FF         (1 << 20)
 #define MAX_CTX        (1 << 24)
+#define MAX_EXPERTS    1024       /* llama.cpp's LLAMA_MAX_EXPERTS */
 
 void g4_log(const g4_model *m, int level, const char *fmt, ...) {
     if (!m || !m->log) return;
@@ -99,6 +100,58 @@ static g4_status load_swa_pattern(loader *ld, uint32_t L, int *swa) {
     return G4_OK;
 }
 
+/* A u32 or per-layer array key whose entries must all be equal (llama.cpp sizes every MoE
+ * layer from one value): *out = the value, *found = present. scratch holds L entries. */
+static g4_status load_uniform(loader *ld, const char *key, uint32_t L, uint32_t *scratch, uint32_t *out, int *found) {
+    for (uint32_t i = 0; i < L; i++) scratch[i] = 0;
+    g4_status st = gguf_get_u32_or_arr(ld->f, key, 0, L, scratch, found, ld->err, ld->errlen);
+    if (st) return st;
+    *out = scratch[0];
+    for (uint32_t i = 1; *found && i < L; i++)
+        if (scratch[i] != scratch[0])
+            return lerr(ld, G4_ERR_UNSUPPORTED, "key '%s': layer %u is %u but layer 0 is %u (per-layer values are not supported)",
+                        key, i, scratch[i], scratch[0]);
+    return G4_OK;
+}
+
+/* expert_count / expert_used_count / expert_feed_forward_length (MoE, gemma4-architecture.md
+ * §2): 0 < used <= count <= 1024; absent or 0 count = a dense model. scratch holds L entries. */
+static g4_status load_moe_hparams_in(loader *ld, uint32_t L, uint32_t *scratch) {
+    g4_config *c = &ld->m->cfg;
+    uint32_t n_exp = 0, n_used = 0, n_ffe = 0;
+    int have_used = 0, have_ffe = 0;
+    g4_status st = gguf_get_u32(ld->f, "gemma4.expert_count", 0, &n_exp, NULL, ld->err, ld->errlen);
+    if (st) return st;
+    if (n_exp > MAX_EXPERTS)
+        return lerr(ld, G4_ERR_FORMAT, "key 'gemma4.expert_count' is %u, expected 0 to %d", n_exp, MAX_EXPERTS);
+    if ((st = load_uniform(ld, "gemma4.expert_used_count", L, scratch, &n_used, &have_used))) return st;
+    if (n_exp == 0) {
+        if (have_used && n_used != 0)
+            return lerr(ld, G4_ERR_FORMAT, "key 'gemma4.expert_used_count' is %u but expert_count is 0", n_used);
+        return G4_OK;
+    }
+    if (!have_used) return lerr(ld, G4_ERR_FORMAT, "missing required key 'gemma4.expert_used_count' (expert_count is %u)", n_exp);
+    if (n_used == 0 || n_used > n_exp)
+        return lerr(ld, G4_ERR_FORMAT, "key 'gemma4.expert_used_count' is %u, expected 1 to expert_count %u", n_used, n_exp);
+    if ((st = load_uniform(ld, "gemma4.expert_feed_forward_length", L, scratch, &n_ffe, &have_ffe))) return st;
+    if (!have_ffe)
+        return lerr(ld, G4_ERR_FORMAT, "missing required key 'gemma4.expert_feed_forward_length' (expert_count is %u)", n_exp);
+    if (n_ffe == 0 || n_ffe > MAX_FF)
+        return lerr(ld, G4_ERR_FORMAT, "key 'gemma4.expert_feed_forward_length' is %u, expected 1 to %d", n_ffe, MAX_FF);
+    c->n_expert = (int32_t)n_exp;
+    c->n_expert_used = (int32_t)n_used;
+    c->n_ff_exp = (int32_t)n_ffe;
+    return G4_OK;
+}
+
+static g4_status load_moe_hparams(loader *ld, uint32_t L) {
+    uint32_t *scratch = g4_calloc(&ld->m->al, L, sizeof *scratch);
+    if (!scratch) return lerr(ld, G4_ERR_NOMEM, "out of memory");
+    g4_status st = load_moe_hparams_in(ld, L, scratch);
+    g4_free(&ld->m->al, scratch, L * sizeof *scratch);
+    return st;
+}
+
 static g4_status load_hparams(loader *ld, uint32_t *n_alloc, int **swa_out, uint32_t **ff_out, uint32_t **nh_out,
                               uint32_t **nkv_out) {
     g4_model *m = ld->m;
@@ -123,13 +176,6 @@ static g4_status load_hparams(loader *ld, uint32_t *n_alloc, int **swa_out, uint
     TRY(gguf_get_f32(f, "gemma4.attention.layer_norm_rms_epsilon", 1, &eps, NULL, E, EL));
     TRY(need_pos_f32(ld, "gemma4.attention.layer_norm_rms_epsilon", eps, 0));
     if (eps >= 1) return lerr(ld, G4_ERR_FORMAT, "key 'gemma4.attention.layer_norm_rms_epsilon' is %g, expected < 1", (double)eps);
-
-    /* MoE (26B-A4B) is a later issue: refuse clearly */
-    uint32_t n_exp = 0;
-    int found = 0;
-    TRY(gguf_get_u32(f, "gemma4.expert_count", 0, &n_exp, &found, E, EL));
-    if (found && n_exp > 0)
-        return lerr(ld, G4_ERR_UNSUPPORTED, "mixture-of-experts Gemma 4 (expert_count %u, e.g. 26B-A4B) is not supported yet", n_exp);
 
     const gguf_kv *rs = gguf_find(f, "gemma4.rope.scaling.type");
     if (rs && !(rs->type == GGUF_STRING && (strcmp(rs->str, "none") == 0 || strcmp(rs->str, "linear") == 0)))
@@ -160,6 +206,8 @@ static g4_status load_hparams(loader *ld, uint32_t *n_alloc, int **swa_out, uint
             return lerr(ld, G4_ERR_FORMAT, "key 'gemma4.attention.head_count_kv': layer %u is %u, must be 1 to %u and divide head_count %u",
                         i, nkv[i], nh[i], nh[i]);
     }
+
+    TRY(load_moe_hparams(ld, L));
 
     TRY(gguf_get_u32(f, "gemma4.attention.key_length", 1, &kl, NULL, E, EL));
     TRY(gguf_get_u32(f, "gemma4.attention.value_length", 1, &vl, NULL, E, EL));
@@ -277,9 +325,10 @@ static g4_status copy_f32(loader *ld, const gguf_tensor *gt, size_t *off) {
 }
 
 /* Binds tensor `name`: checks presence, the role's allowed types and the exact shape
- * [ne0, ne1] (ne1 = 0 for vectors). Returns the view or NULL (absent & optional). */
-static g4_status bind(loader *ld, const char *name, int role, int64_t ne0, int64_t ne1, int required,
-                      const g4_tensor **out) {
+ * [ne0, ne1, ne2] (ne1 = 0 for vectors, ne2 = 0 for matrices; ne2 > 0: a 3-D expert tensor).
+ * Returns the view or NULL (absent & optional). */
+static g4_status bind_nd(loader *ld, const char *name, int role, int64_t ne0, int64_t ne1, int64_t ne2, int required,
+                         const g4_tensor **out) {
     *out = NULL;
     const gguf_tensor *gt = gguf_find_tensor(ld->f, name);
     if (!gt) {
@@ -294,15 +343,16 @@ static g4_status bind(loader *ld, const char *name, int role, int64_t ne0, int64
         return lerr(ld, tr && !tr->weight && role != ROLE_VECTOR ? G4_ERR_UNSUPPORTED : G4_ERR_FORMAT,
                     "tensor '%s' has type %s, expected %s", name, quant_type_name(gt->type, b, sizeof b), role_desc(role));
     }
-    int nd = ne1 ? 2 : 1;
-    int bad = (int)gt->n_dims != nd || gt->ne[0] != ne0 || (nd == 2 && gt->ne[1] != ne1);
+    int nd = ne2 ? 3 : ne1 ? 2 : 1;
+    int bad = (int)gt->n_dims != nd || gt->ne[0] != ne0 || (nd >= 2 && gt->ne[1] != ne1) || (nd == 3 && gt->ne[2] != ne2);
     if (role == ROLE_EMBED) bad = gt->n_dims != 2 || gt->ne[0] != ne0 || gt->ne[1] < ne1;
     if (bad) {
-        char got[96], want[64];
+        char got[96], want[96];
         int o = snprintf(got, sizeof got, "[%lld", (long long)gt->ne[0]);
         for (uint32_t j = 1; j < gt->n_dims; j++) o += snprintf(got + o, sizeof got - (size_t)o, ", %lld", (long long)gt->ne[j]);
         snprintf(got + o, sizeof got - (size_t)o, "]");
-        if (nd == 2) snprintf(want, sizeof want, "[%lld, %s%lld]", (long long)ne0, role == ROLE_EMBED ? ">= " : "", (long long)ne1);
+        if (nd == 3) snprintf(want, sizeof want, "[%lld, %lld, %lld]", (long long)ne0, (long long)ne1, (long long)ne2);
+        else if (nd == 2) snprintf(want, sizeof want, "[%lld, %s%lld]", (long long)ne0, role == ROLE_EMBED ? ">= " : "", (long long)ne1);
         else snprintf(want, sizeof want, "[%lld]", (long long)ne0);
         return lerr(ld, G4_ERR_FORMAT, "tensor '%s' has shape %s, expected %s", name, got, want);
     }
@@ -325,11 +375,82 @@ static g4_status bind(loader *ld, const char *name, int role, int64_t ne0, int64
     return G4_OK;
 }
 
+static g4_status bind(loader *ld, const char *name, int role, int64_t ne0, int64_t ne1, int required,
+                      const g4_tensor **out) {
+    return bind_nd(ld, name, role, ne0, ne1, 0, required, out);
+}
+
 static g4_status bindf(loader *ld, int role, int64_t ne0, int64_t ne1, int required, const g4_tensor **out,
                        const char *fmt, int il) {
     char name[GGUF_MAX_NAME + 1];
     snprintf(name, sizeof name, fmt, il);
     return bind(ld, name, role, ne0, ne1, required, out);
+}
+
+/* a 3-D expert tensor blk.il.<...> of shape [ne0, ne1, n_expert] */
+static g4_status bindx(loader *ld, int64_t ne0, int64_t ne1, int required, const g4_tensor **out, const char *fmt, int il) {
+    char name[GGUF_MAX_NAME + 1];
+    snprintf(name, sizeof name, fmt, il);
+    return bind_nd(ld, name, ROLE_MATRIX, ne0, ne1, ld->m->cfg.n_expert, required, out);
+}
+
+static int has_tensorf(loader *ld, const char *fmt, int il, char *name, size_t cap) {
+    snprintf(name, cap, fmt, il);
+    return gguf_find_tensor(ld->f, name) != NULL;
+}
+
+/* The MoE block of layer il (gemma4-architecture.md §3.2 and §4.8), or, on a layer without a
+ * router, the check that no expert tensor is there. */
+static g4_status bind_moe(loader *ld, g4_layer *ly, int il) {
+    g4_config *c = &ld->m->cfg;
+    const int64_t E = c->n_embd, Ne = c->n_expert, fe = c->n_ff_exp;
+    static const char *const PARTS[] = {
+        "blk.%d.ffn_gate_inp.scale", "blk.%d.pre_ffw_norm_2.weight", "blk.%d.post_ffw_norm_1.weight",
+        "blk.%d.post_ffw_norm_2.weight", "blk.%d.ffn_gate_up_exps.weight", "blk.%d.ffn_gate_exps.weight",
+        "blk.%d.ffn_up_exps.weight", "blk.%d.ffn_down_exps.weight", "blk.%d.ffn_down_exps.scale",
+        "blk.%d.ffn_gate_exps.scale", "blk.%d.ffn_up_exps.scale", "blk.%d.ffn_gate_up_exps.scale",
+    };
+    char nm[GGUF_MAX_NAME + 1];
+    g4_status st;
+#define TRY(x) do { if ((st = (x)) != G4_OK) return st; } while (0)
+    ly->moe = has_tensorf(ld, "blk.%d.ffn_gate_inp.weight", il, nm, sizeof nm);
+    if (!ly->moe) {
+        for (size_t k = 0; k < sizeof PARTS / sizeof PARTS[0]; k++)
+            if (has_tensorf(ld, PARTS[k], il, nm, sizeof nm))
+                return lerr(ld, G4_ERR_FORMAT, "tensor '%s' belongs to a mixture-of-experts layer, but layer %d has no router "
+                            "'blk.%d.ffn_gate_inp.weight'", nm, il, il);
+        return G4_OK;
+    }
+    if (Ne == 0)
+        return lerr(ld, G4_ERR_FORMAT, "tensor '%s' is a mixture-of-experts router, but key 'gemma4.expert_count' is 0 or absent", nm);
+    TRY(bindf(ld, ROLE_MATRIX, E, Ne, 1, &ly->ffn_gate_inp, "blk.%d.ffn_gate_inp.weight", il));
+    TRY(bindf(ld, ROLE_VECTOR, E, 0, 1, &ly->ffn_gate_inp_s, "blk.%d.ffn_gate_inp.scale", il));
+    TRY(bindf(ld, ROLE_VECTOR, E, 0, 1, &ly->pre_ffw_norm_2, "blk.%d.pre_ffw_norm_2.weight", il));
+    TRY(bindf(ld, ROLE_VECTOR, E, 0, 1, &ly->post_ffw_norm_1, "blk.%d.post_ffw_norm_1.weight", il));
+    TRY(bindf(ld, ROLE_VECTOR, E, 0, 1, &ly->post_ffw_norm_2, "blk.%d.post_ffw_norm_2.weight", il));
+    TRY(bindx(ld, E, 2 * fe, 0, &ly->ffn_gate_up_exps, "blk.%d.ffn_gate_up_exps.weight", il));
+    if (ly->ffn_gate_up_exps) {
+        /* llama.cpp v0.5.0 loads neither the split tensors nor any gate/up scale next to a
+         * fused tensor (its file would be refused: "wrong number of tensors") */
+        static const char *const NOT_FUSED[] = { "blk.%d.ffn_gate_exps.weight", "blk.%d.ffn_up_exps.weight",
+                                                 "blk.%d.ffn_gate_exps.scale", "blk.%d.ffn_up_exps.scale",
+                                                 "blk.%d.ffn_gate_up_exps.scale" };
+        for (size_t k = 0; k < sizeof NOT_FUSED / sizeof NOT_FUSED[0]; k++)
+            if (has_tensorf(ld, NOT_FUSED[k], il, nm, sizeof nm))
+                return lerr(ld, G4_ERR_FORMAT, "tensor '%s' cannot be used with the fused 'blk.%d.ffn_gate_up_exps.weight'", nm, il);
+    } else {
+        if (has_tensorf(ld, "blk.%d.ffn_gate_up_exps.scale", il, nm, sizeof nm))
+            return lerr(ld, G4_ERR_FORMAT, "tensor '%s' has no 'blk.%d.ffn_gate_up_exps.weight' to scale", nm, il);
+        TRY(bindx(ld, E, fe, 1, &ly->ffn_gate_exps, "blk.%d.ffn_gate_exps.weight", il));
+        TRY(bindx(ld, E, fe, 1, &ly->ffn_up_exps, "blk.%d.ffn_up_exps.weight", il));
+        TRY(bindf(ld, ROLE_VECTOR, Ne, 0, 0, &ly->gate_exps_s, "blk.%d.ffn_gate_exps.scale", il));
+        TRY(bindf(ld, ROLE_VECTOR, Ne, 0, 0, &ly->up_exps_s, "blk.%d.ffn_up_exps.scale", il));
+    }
+    TRY(bindx(ld, fe, E, 1, &ly->ffn_down_exps, "blk.%d.ffn_down_exps.weight", il));
+    TRY(bindf(ld, ROLE_VECTOR, Ne, 0, 0, &ly->down_exps_s, "blk.%d.ffn_down_exps.scale", il));
+#undef TRY
+    c->n_layer_moe++;
+    return G4_OK;
 }
 
 /* the optional per-matmul output multiplier blk.i.<w>.scale ([1], f32) */
@@ -387,9 +508,6 @@ static g4_status bind_tensors(loader *ld) {
         TRY(bindf(ld, ROLE_MATRIX, q, E, 1, &ly->attn_output, "blk.%d.attn_output.weight", i));
         TRY(bindf(ld, ROLE_VECTOR, E, 0, 1, &ly->post_attention_norm, "blk.%d.post_attention_norm.weight", i));
         TRY(bindf(ld, ROLE_VECTOR, E, 0, 1, &ly->ffn_norm, "blk.%d.ffn_norm.weight", i));
-        snprintf(nm, sizeof nm, "blk.%d.ffn_gate_inp.weight", i);
-        if (gguf_find_tensor(ld->f, nm))
-            return lerr(ld, G4_ERR_UNSUPPORTED, "tensor '%s': mixture-of-experts layers are not supported yet", nm);
         TRY(bindf(ld, ROLE_MATRIX, E, ff, 1, &ly->ffn_gate, "blk.%d.ffn_gate.weight", i));
         TRY(bindf(ld, ROLE_MATRIX, E, ff, 1, &ly->ffn_up, "blk.%d.ffn_up.weight", i));
         TRY(bindf(ld, ROLE_MATRIX, ff, E, 1, &ly->ffn_down, "blk.%d.ffn_down.weight", i));
@@ -409,7 +527,11 @@ static g4_status bind_tensors(loader *ld) {
         TRY(bind_scale(ld, i, "ffn_gate", &ly->scale_gate));
         TRY(bind_scale(ld, i, "ffn_up", &ly->scale_up));
         TRY(bind_scale(ld, i, "ffn_down", &ly->scale_down));
+        TRY(bind_moe(ld, ly, i));
     }
+    if (c->n_expert > 0 && c->n_layer_moe == 0)
+        return lerr(ld, G4_ERR_FORMAT, "key 'gemma4.expert_count' is %d but no layer has a router (blk.N.ffn_gate_inp.weight)",
+                    (int)c->n_expert);
 #undef TRY
     return G4_OK;
 }
@@ -599,17 +721,57 @@ int g4_model_n_threads(const g4_model *m) { return m ? m->n_threads : 0; }
 static uint64_t t_bytes(const g4_tensor *t) { return t ? (uint64_t)t->row_bytes * (uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]) : 0; }
 static uint64_t t_row(const g4_tensor *t) { return t ? (uint64_t)t->row_bytes : 0; }
 
+/* bytes of one expert's slice of a 3-D expert tensor */
+static uint64_t t_expert(const g4_tensor *t) { return t ? (uint64_t)t->row_bytes * (uint64_t)t->ne[1] : 0; }
+
+/* the routed experts' bytes one token reads: n_expert_used slices of each MoE layer */
+static uint64_t routed_bytes(const g4_model *m) {
+    uint64_t b = 0;
+    for (int32_t il = 0; il < m->cfg.n_layer; il++) {
+        const g4_layer *l = &m->layers[il];
+        if (!l->moe) continue;
+        b += (uint64_t)m->cfg.n_expert_used *
+             (t_expert(l->ffn_gate_up_exps) + t_expert(l->ffn_gate_exps) + t_expert(l->ffn_up_exps) + t_expert(l->ffn_down_exps));
+    }
+    return b;
+}
+
+uint64_t g4_model_decode_bytes_routed(const g4_model *m) { return m && m->layers ? routed_bytes(m) : 0; }
+int32_t g4_model_n_expert(const g4_model *m) { return m ? m->cfg.n_expert : 0; }
+int32_t g4_model_n_expert_used(const g4_model *m) { return m ? m->cfg.n_expert_used : 0; }
+
+static uint64_t t_params(const g4_tensor *t) { return t ? (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]) : 0; }
+
+uint64_t g4_model_n_params_active(const g4_model *m) {
+    if (!m || !m->layers) return 0;
+    uint64_t n = 0;
+    for (size_t i = 0; i < m->n_tensors_bound; i++) n += t_params(&m->tensors[i]);
+    /* each token uses n_expert_used of the n_expert matrices of every expert tensor */
+    for (int32_t il = 0; il < m->cfg.n_layer; il++) {
+        const g4_layer *l = &m->layers[il];
+        if (!l->moe) continue;
+        const g4_tensor *xs[] = { l->ffn_gate_up_exps, l->ffn_gate_exps, l->ffn_up_exps, l->ffn_down_exps };
+        for (size_t k = 0; k < sizeof xs / sizeof xs[0]; k++)
+            if (xs[k]) n -= (uint64_t)(m->cfg.n_expert - m->cfg.n_expert_used) * (uint64_t)(xs[k]->ne[0] * xs[k]->ne[1]);
+    }
+    return n;
+}
+
 uint64_t g4_model_decode_bytes(const g4_model *m) {
-    if (!m) return 0;
+    if (!m || !m->layers) return 0;
     uint64_t b = 0;
     for (int32_t il = 0; il < m->cfg.n_layer; il++) {
         const g4_layer *l = &m->layers[il];
         const g4_tensor *ts[] = { l->attn_norm, l->attn_q, l->attn_q_norm, l->attn_output, l->post_attention_norm,
                                   l->ffn_norm, l->ffn_gate, l->ffn_up, l->ffn_down, l->post_ffw_norm,
-                                  l->inp_gate, l->proj, l->post_norm };
+                                  l->inp_gate, l->proj, l->post_norm,
+                                  /* MoE: the router and the norms and scales around the experts */
+                                  l->ffn_gate_inp, l->ffn_gate_inp_s, l->pre_ffw_norm_2, l->post_ffw_norm_1,
+                                  l->post_ffw_norm_2, l->down_exps_s, l->gate_exps_s, l->up_exps_s };
         for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) b += t_bytes(ts[k]);
         if (l->has_kv) b += t_bytes(l->attn_k) + t_bytes(l->attn_k_norm) + (l->v_is_k ? 0 : t_bytes(l->attn_v));
     }
+    b += routed_bytes(m);
     /* the head (token_embd when tied) in full, plus the token's embedding row(s) */
     b += (m->output ? t_bytes(m->output) : t_row(m->token_embd) * (uint64_t)m->cfg.n_vocab) + t_row(m->token_embd) +
          t_bytes(m->output_norm);

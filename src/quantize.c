@@ -170,7 +170,11 @@ typedef struct plan_state {
     int     tied;
     int     n_attn_v, i_attn_v;
     int     n_ffn_down, i_ffn_down;
+    int     n_expert;       /* <arch>.expert_count (0 = dense) */
+    const char *bad_layer;  /* an expert model's ffn_down without a valid blk.N. (an error) */
 } plan_state;
+
+static long layer_of(const char *name);
 
 static int is_quantized(uint32_t type) {
     return type != G4_TYPE_F32 && type != G4_TYPE_F16 && type != G4_TYPE_BF16;
@@ -181,7 +185,11 @@ static uint32_t blck(uint32_t type) {
     return t ? t->blck : 1;
 }
 
-/* llama_tensor_get_type_impl for the ftypes of FTYPES (no imatrix, no MoE/Falcon/70B cases) */
+/* llama_tensor_get_type_impl for the ftypes of FTYPES (no imatrix, no Falcon/70B cases). MoE
+ * files (expert_count > 1): ffn_down's layer is read from the name ("blk.N."), not counted
+ * (a layer has ffn_down and ffn_down_exps); with exactly 8 experts attn_v and attn_k take
+ * Q8_0 and attn_output Q5_K (Q4_K_S / Q4_K_M). The router (ffn_gate_inp) is never quantized
+ * (allows_quantization); ffn_gate_up_exps is an ffn_gate tensor, like ffn_gate_exps. */
 static uint32_t mix_rules(plan_state *s, const gguf_tensor *t, uint32_t nt, int cat) {
     const int ft = s->p->ftype;
     if (cat == CAT_OUTPUT || (s->tied && cat == CAT_TOKEN_EMBD)) {
@@ -196,11 +204,22 @@ static uint32_t mix_rules(plan_state *s, const gguf_tensor *t, uint32_t nt, int 
             nt = G4_TYPE_Q6_K;
         else if (ft == QZ_FTYPE_Q4_K_S && s->i_attn_v < 4)
             nt = G4_TYPE_Q5_K;
+        if (s->n_expert == 8) nt = G4_TYPE_Q8_0; /* "for the 8-expert model, bumping this to Q8_0" */
         s->i_attn_v++;
         return nt;
     }
+    if (cat == CAT_ATTN_K && s->n_expert == 8) return G4_TYPE_Q8_0;
+    if (cat == CAT_ATTN_OUT && s->n_expert == 8 && (ft == QZ_FTYPE_Q4_K_S || ft == QZ_FTYPE_Q4_K_M)) return G4_TYPE_Q5_K;
     if (cat == CAT_FFN_DOWN) {
         int i = s->i_ffn_down, n = s->n_ffn_down;
+        if (s->n_expert > 1) { /* ref: layer_info */
+            long l = layer_of(t->name);
+            if (l < 0 || l >= n) {
+                s->bad_layer = t->name;
+                return nt;
+            }
+            i = (int)l;
+        }
         if (ft == QZ_FTYPE_Q4_K_M && use_more_bits(i, n)) nt = G4_TYPE_Q6_K;
         else if (ft == QZ_FTYPE_Q5_K_M && use_more_bits(i, n)) nt = G4_TYPE_Q6_K;
         else if (ft == QZ_FTYPE_Q4_K_S && i < n / 8) nt = G4_TYPE_Q5_K;
@@ -321,6 +340,12 @@ g4_status qz_plan(const gguf_file *f, const qz_params *p, qz_choice *choices, ch
     }
     if (n_layer < 0) n_layer = max_layer + 1;
     s.n_ffn_down = (int)n_layer;
+    if (arch && arch->type == GGUF_STRING && arch->str_len < 200) {
+        char key[256];
+        snprintf(key, sizeof key, "%s.expert_count", arch->str);
+        const gguf_kv *ec = gguf_find(f, key);
+        if (ec && ec->type == GGUF_UINT32 && ec->v.u32 <= 100000) s.n_expert = (int)ec->v.u32;
+    }
 
     order_item *ord = n ? malloc(n * sizeof *ord) : NULL;
     if (n && !ord) {
@@ -345,6 +370,11 @@ g4_status qz_plan(const gguf_file *f, const qz_params *p, qz_choice *choices, ch
         c->src_bytes = c->dst_bytes = t->nbytes;
         c->quantizable = allows_quantization(t);
         if (c->quantizable) c->dst_type = choose(&s, t, &c->fallback);
+        if (s.bad_layer) {
+            st = g4_errf(G4_ERR_FORMAT, err, errlen, "quantize: tensor '%s': no layer number in [0, %d) in its name (expert model)",
+                         s.bad_layer, s.n_ffn_down);
+            break;
+        }
         if (c->dst_type != c->src_type) {
             char b1[32], b2[32];
             if (!quant_can_dequant(t->type) && t->type != G4_TYPE_F32)

@@ -22,7 +22,10 @@
  *      does not fit. (llama-quantize skips this for explicit embedding/output types and then
  *      fails; here the fallback applies to every choice, so the output is always valid.)
  * Counters (which attn_v / ffn_down this is) advance in llama.cpp's tensor order: by layer
- * number (non-layer tensors first), then by name.
+ * number (non-layer tensors first), then by name. Mixture-of-experts files (expert_count > 1):
+ * 3-D expert tensors are quantized like the other matrices, ffn_down(_exps) by the layer number
+ * in the name, the router (ffn_gate_inp) never; with exactly 8 experts attn_v / attn_k take
+ * Q8_0 and attn_output Q5_K (Q4_K_S, Q4_K_M), as llama-quantize.
  *
  * Memory: the input is mapped; the output is produced in parts of 16 MiB (or one row, if
  * larger) through gguf_writer_write_parts, plus one row of floats per thread.

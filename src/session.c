@@ -130,6 +130,12 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     const uint64_t ws_v = plan_take(&w, (uint64_t)hd_max * (uint64_t)v_hull_max, 4);
     plan_take(&w, 0, 1); /* round the per-thread block up to the alignment */
     uint64_t off_ws = plan_take(&p, (uint64_t)n_threads, w.off);
+    /* routings per MoE layer and expert (g4_session_expert_counts) */
+    uint64_t hist_elems = 0, off_hist = 0;
+    if (c->n_layer_moe) {
+        if (g4_mul_ovf((uint64_t)L, (uint64_t)c->n_expert, &hist_elems)) p.ovf = 1;
+        off_hist = plan_take(&p, hist_elems, sizeof(uint64_t));
+    }
     if (p.ovf || w.ovf || p.off > SIZE_MAX || p.off == 0)
         return g4_errf(G4_ERR_NOMEM, err, errlen, "session memory for n_ctx %d does not fit in size_t", (int)n_ctx);
 
@@ -176,6 +182,10 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     s->swa_cells = swa_cells;
     s->logits = s->work.logits;
     s->hidden = o.keep_hidden ? (float *)(void *)(a + off_hidden) : NULL;
+    if (c->n_layer_moe) {
+        s->moe_hist = (uint64_t *)(void *)(a + off_hist);
+        memset(s->moe_hist, 0, (size_t)hist_elems * sizeof *s->moe_hist);
+    }
     s->n_logit_rows = n_logit_rows;
     s->n_logits = 0;
     s->n_past = 0;
@@ -247,6 +257,7 @@ void g4_session_reset(g4_session *s) {
     s->n_past = 0;    /* cells are overwritten before they are read again */
     s->swa_hi = s->swa_lo = 0;
     s->n_logits = 0;
+    if (s->moe_hist) memset(s->moe_hist, 0, (size_t)s->m->cfg.n_layer * (size_t)s->m->cfg.n_expert * sizeof *s->moe_hist);
     s->err[0] = '\0';
 }
 
@@ -265,6 +276,15 @@ void g4_session_set_abort(g4_session *s, g4_abort_fn fn, void *ud) {
 int32_t g4_session_n_past(const g4_session *s) { return s ? s->n_past : 0; }
 int32_t g4_session_n_ctx(const g4_session *s) { return s ? s->n_ctx : 0; }
 const char *g4_session_errmsg(const g4_session *s) { return s ? s->err : "session is NULL"; }
+
+g4_status g4_session_expert_counts(const g4_session *s, int32_t il, uint64_t *counts, size_t n) {
+    if (!s || !counts || il < 0 || il >= s->m->cfg.n_layer || !s->m->layers[il].moe || !s->moe_hist ||
+        n < (size_t)s->m->cfg.n_expert)
+        return G4_ERR_ARG;
+    const size_t Ne = (size_t)s->m->cfg.n_expert;
+    memcpy(counts, s->moe_hist + (size_t)il * Ne, Ne * sizeof *counts);
+    return G4_OK;
+}
 
 void g4_session_kv_split(const g4_session *s, size_t *per_position, size_t *rings) {
     size_t pp = 0, rg = 0;

@@ -15,12 +15,12 @@
 #include "quant/quant.h"
 #include "quant/quant_ref.h"
 
-enum { K_MATRIX, K_EMBED, K_NORM, K_QKNORM, K_ROPE, K_LSCALE };
+enum { K_MATRIX, K_EMBED, K_NORM, K_QKNORM, K_ROPE, K_LSCALE, K_ROUTER };
 
 typedef struct tspec {
     char     name[GGUF_MAX_NAME + 1];
     uint32_t type;
-    int64_t  ne0, ne1;
+    int64_t  ne0, ne1, ne2;  /* ne2 > 0: a 3-D expert tensor of ne2 matrices */
     int      kind;
 } tspec;
 
@@ -68,7 +68,25 @@ void testgen_defaults(g4_testgen_opts *o) {
     D(n_ff, 192); D(n_shared, 5); D(full_every, 5); D(n_per_layer, 16); D(window, 8); D(n_vocab, 512);
     D(n_ctx, 512); D(softcap, 30.0f); D(seed, 1);
     D(asst_n_embd, 64); D(asst_n_layer, 4); D(asst_n_head, o->n_head); D(asst_n_ff, 128);
+    if (o->n_expert > 0) {
+        D(n_expert_used, o->n_expert < 8 ? o->n_expert : 8);
+        D(n_ff_exp, o->n_ff / 2);
+    }
 #undef D
+}
+
+void testgen_26b(g4_testgen_opts *o) {
+    o->n_layer = 30; o->n_embd = 2816; o->n_head = 16; o->n_head_kv = 8; o->n_head_kv_full = 2;
+    o->head_dim_swa = 256; o->head_dim_full = 512; o->n_ff = 2112; o->n_shared = -1; o->full_every = 6;
+    o->n_per_layer = -1; o->window = 1024; o->n_vocab = 262144; o->n_ctx = 262144; o->softcap = 30.0f;
+    o->k_eq_v_full = 1; o->n_expert = 128; o->n_expert_used = 8; o->n_ff_exp = 704;
+}
+
+void testgen_31b(g4_testgen_opts *o) {
+    o->n_layer = 60; o->n_embd = 5376; o->n_head = 32; o->n_head_kv = 16; o->n_head_kv_full = 4;
+    o->head_dim_swa = 256; o->head_dim_full = 512; o->n_ff = 21504; o->n_shared = -1; o->full_every = 6;
+    o->n_per_layer = -1; o->window = 1024; o->n_vocab = 262144; o->n_ctx = 262144; o->softcap = 30.0f;
+    o->k_eq_v_full = 1;
 }
 
 void testgen_e2b(g4_testgen_opts *o) {
@@ -208,7 +226,12 @@ static int build_vocab(vocab *v, int n_vocab, int tool_tokens) {
 
 /* ==== Tensors ==== */
 
+static int add_t3(gen *g, const char *name, uint32_t type, int64_t ne0, int64_t ne1, int64_t ne2, int kind);
 static int add_t(gen *g, const char *name, uint32_t type, int64_t ne0, int64_t ne1, int kind) {
+    return add_t3(g, name, type, ne0, ne1, 0, kind);
+}
+
+static int add_t3(gen *g, const char *name, uint32_t type, int64_t ne0, int64_t ne1, int64_t ne2, int kind) {
     if (skipped(g->o, name)) return 0;
     if (g->n_t == g->cap) {
         size_t cap = g->cap ? 2 * g->cap : 256;
@@ -222,6 +245,7 @@ static int add_t(gen *g, const char *name, uint32_t type, int64_t ne0, int64_t n
     t->type = type;
     t->ne0 = ne0;
     t->ne1 = ne1;
+    t->ne2 = ne2;
     t->kind = kind;
     return 0;
 }
@@ -229,12 +253,26 @@ static int add_t(gen *g, const char *name, uint32_t type, int64_t ne0, int64_t n
 /* llama-quantize's use_more_bits(i, n) for the Q4_K_M mix */
 static int more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
+/* llama-quantize's tensor_type_fallback for a row of ne0 elements (the Q4_K_M mix only:
+ * e.g. the 26B-A4B's 704-wide expert down rows and 2112-wide shared down rows) */
+static uint32_t mix_fit(uint32_t type, int64_t ne0) {
+    const g4_type_traits *tr = quant_traits(type);
+    if (!tr || ne0 % tr->blck == 0) return type;
+    uint32_t r = type == G4_TYPE_Q4_K ? G4_TYPE_Q5_0 : type == G4_TYPE_Q5_K ? G4_TYPE_Q5_1
+               : type == G4_TYPE_Q6_K ? G4_TYPE_Q8_0 : type;
+    return ne0 % quant_traits(r)->blck == 0 ? r : G4_TYPE_F16;
+}
+
 static int plan_tensors(gen *g) {
     const g4_testgen_opts *o = g->o;
     const int L = o->n_layer, E = o->n_embd, P = o->n_per_layer > 0 ? o->n_per_layer : 0;
     const int S = L - (o->n_shared > 0 ? o->n_shared : 0);
     uint32_t wt = o->wtype, et = o->embd_type ? o->embd_type : o->wtype;
     if (o->q4_k_m) { wt = G4_TYPE_Q4_K; et = G4_TYPE_Q6_K; }
+    const uint32_t xt = o->q4_k_m ? G4_TYPE_Q4_K : o->exp_type ? o->exp_type : wt;
+    const int mix = o->q4_k_m;
+    /* llama-quantize: the 8-expert rules (attn_v, attn_k -> Q8_0; attn_output -> Q5_K) */
+    const int x8 = mix && o->n_expert == 8;
     char nm[GGUF_MAX_NAME + 1];
     int rc = 0;
     rc |= add_t(g, "token_embd.weight", et, E, o->n_vocab, K_EMBED);
@@ -251,23 +289,56 @@ static int plan_tensors(gen *g) {
         int hd = full ? o->head_dim_full : o->head_dim_swa;
         int nkv = full && o->n_head_kv_full ? o->n_head_kv_full : o->n_head_kv;
         int ff = i >= S && o->n_ff_shared ? o->n_ff_shared : o->n_ff;
-        uint32_t vt = o->q4_k_m && more_bits(i, L) ? G4_TYPE_Q6_K : wt;
+        /* the attn_v counter and (dense files) the ffn_down counter advance once per layer,
+         * so both follow the layer number, as the MoE rule (layer parsed from the name) does */
+        uint32_t vt = mix && more_bits(i, L) ? G4_TYPE_Q6_K : wt;
+        const int moe = o->n_expert > 0 && i >= o->moe_first;
+        const int v_absent = o->k_eq_v || (o->k_eq_v_full && full);
+        /* mix: every matrix through the row-length fallback (mix_fit) */
+#define MT(ty, ne0) (mix ? mix_fit(ty, ne0) : (ty))
 #define T(fmt, ty, a, b, k) do { snprintf(nm, sizeof nm, fmt, i); rc |= add_t(g, nm, ty, a, b, k); } while (0)
+#define X(fmt, ty, a, b) do { snprintf(nm, sizeof nm, fmt, i); rc |= add_t3(g, nm, MT(ty, a), a, b, o->n_expert, K_MATRIX); } while (0)
         T("blk.%d.attn_norm.weight", G4_TYPE_F32, E, 0, K_NORM);
-        T("blk.%d.attn_q.weight", wt, E, (int64_t)hd * o->n_head, K_MATRIX);
+        T("blk.%d.attn_q.weight", MT(wt, E), E, (int64_t)hd * o->n_head, K_MATRIX);
         if (i < S || o->shared_kv_tensors) {
-            T("blk.%d.attn_k.weight", wt, E, (int64_t)hd * nkv, K_MATRIX);
-            if (!o->k_eq_v) T("blk.%d.attn_v.weight", vt, E, (int64_t)hd * nkv, K_MATRIX);
+            T("blk.%d.attn_k.weight", x8 ? G4_TYPE_Q8_0 : MT(wt, E), E, (int64_t)hd * nkv, K_MATRIX);
+            if (!v_absent) T("blk.%d.attn_v.weight", x8 ? G4_TYPE_Q8_0 : MT(vt, E), E, (int64_t)hd * nkv, K_MATRIX);
             T("blk.%d.attn_k_norm.weight", G4_TYPE_F32, hd, 0, K_QKNORM);
         }
         T("blk.%d.attn_q_norm.weight", G4_TYPE_F32, hd, 0, K_QKNORM);
-        T("blk.%d.attn_output.weight", wt, (int64_t)hd * o->n_head, E, K_MATRIX);
+        T("blk.%d.attn_output.weight", x8 ? MT(G4_TYPE_Q5_K, (int64_t)hd * o->n_head) : MT(wt, (int64_t)hd * o->n_head),
+          (int64_t)hd * o->n_head, E, K_MATRIX);
         T("blk.%d.post_attention_norm.weight", G4_TYPE_F32, E, 0, K_NORM);
         T("blk.%d.ffn_norm.weight", G4_TYPE_F32, E, 0, K_NORM);
-        T("blk.%d.ffn_gate.weight", wt, E, ff, K_MATRIX);
-        T("blk.%d.ffn_up.weight", wt, E, ff, K_MATRIX);
-        T("blk.%d.ffn_down.weight", vt, ff, E, K_MATRIX);
+        T("blk.%d.ffn_gate.weight", MT(wt, E), E, ff, K_MATRIX);
+        T("blk.%d.ffn_up.weight", MT(wt, E), E, ff, K_MATRIX);
+        T("blk.%d.ffn_down.weight", MT(vt, ff), ff, E, K_MATRIX);
         T("blk.%d.post_ffw_norm.weight", G4_TYPE_F32, E, 0, K_NORM);
+        if (moe) {
+            const int64_t Ne = o->n_expert, fe = o->n_ff_exp;
+            /* the router is never quantized (llama-quantize); its input scale and the norms f32 */
+            T("blk.%d.ffn_gate_inp.weight", mix ? G4_TYPE_F32 : wt, E, Ne, K_ROUTER);
+            T("blk.%d.ffn_gate_inp.scale", G4_TYPE_F32, E, 0, K_NORM);
+            T("blk.%d.pre_ffw_norm_2.weight", G4_TYPE_F32, E, 0, K_NORM);
+            T("blk.%d.post_ffw_norm_1.weight", G4_TYPE_F32, E, 0, K_NORM);
+            T("blk.%d.post_ffw_norm_2.weight", G4_TYPE_F32, E, 0, K_NORM);
+            if (o->moe_split) {
+                X("blk.%d.ffn_gate_exps.weight", xt, E, fe);
+                X("blk.%d.ffn_up_exps.weight", xt, E, fe);
+            } else {
+                X("blk.%d.ffn_gate_up_exps.weight", xt, E, 2 * fe);
+            }
+            X("blk.%d.ffn_down_exps.weight", mix && more_bits(i, L) ? G4_TYPE_Q6_K : xt, fe, E);
+            if (o->moe_scales) {
+                T("blk.%d.ffn_down_exps.scale", G4_TYPE_F32, Ne, 0, K_NORM);
+                if (o->moe_split) {
+                    T("blk.%d.ffn_gate_exps.scale", G4_TYPE_F32, Ne, 0, K_NORM);
+                    T("blk.%d.ffn_up_exps.scale", G4_TYPE_F32, Ne, 0, K_NORM);
+                }
+            }
+        }
+#undef X
+#undef MT
         if (P) {
             T("blk.%d.inp_gate.weight", o->q4_k_m ? G4_TYPE_F32 : wt, E, P, K_MATRIX);
             T("blk.%d.proj.weight", o->q4_k_m ? G4_TYPE_F32 : wt, P, E, K_MATRIX);
@@ -336,7 +407,7 @@ static void gen_row(const gen *g, const tspec *t, int64_t r, float *x) {
         return;
     }
     switch (t->kind) {
-    case K_MATRIX: for (int64_t i = 0; i < t->ne0; i++) x[i] = 0.05f * rng_gauss(&R); break;
+    case K_MATRIX: case K_ROUTER: for (int64_t i = 0; i < t->ne0; i++) x[i] = 0.05f * rng_gauss(&R); break;
     case K_EMBED:  for (int64_t i = 0; i < t->ne0; i++) x[i] = 0.1f * rng_gauss(&R); break;
     case K_NORM:   for (int64_t i = 0; i < t->ne0; i++) x[i] = 1.0f + 0.1f * rng_gauss(&R); break;
     case K_QKNORM: {
@@ -363,7 +434,7 @@ static int fill(void *ud, size_t idx, void *dst, size_t nbytes) {
         return 0;
     }
     const tspec *t = &g->t[idx];
-    int64_t rows = t->ne1 ? t->ne1 : 1;
+    int64_t rows = (t->ne1 ? t->ne1 : 1) * (t->ne2 ? t->ne2 : 1);
     uint32_t type = t->type;
     int twin = g->o->f32_twin && type != G4_TYPE_F32;
     size_t rb = quant_row_bytes(twin ? G4_TYPE_F32 : type, t->ne0);
@@ -372,7 +443,8 @@ static int fill(void *ud, size_t idx, void *dst, size_t nbytes) {
     uint8_t *q = twin ? malloc(quant_row_bytes(type, t->ne0)) : NULL;
     if (!x || (twin && !q)) { free(x); free(q); return -1; }
     /* fast fill: only the first FAST_POOL rows are generated; the others copy one of them */
-    int64_t gen_rows = g->o->fast_fill && t->kind != K_ROPE && rows > FAST_POOL ? FAST_POOL : rows;
+    /* (never for the router: repeated router rows would tie experts and leave some unused) */
+    int64_t gen_rows = g->o->fast_fill && t->kind != K_ROPE && t->kind != K_ROUTER && rows > FAST_POOL ? FAST_POOL : rows;
     int rc = 0;
     for (int64_t r = 0; r < gen_rows && !rc; r++) {
         uint8_t *out = (uint8_t *)dst + (size_t)r * rb;
@@ -531,6 +603,11 @@ static g4_status target_keys(gguf_writer *w, const g4_testgen_opts *o, char *err
         gguf_w_arr(w, "gemma4.attention.sliding_window_pattern", GGUF_BOOL, pat, (uint64_t)L);
     if (o->n_shared > 0) kv_u32(w, o, "gemma4.attention.shared_kv_layers", (uint32_t)o->n_shared);
     kv_f32(w, o, "gemma4.attention.layer_norm_rms_epsilon", 1e-6f);
+    if (o->n_expert > 0) {
+        kv_u32(w, o, "gemma4.expert_count", (uint32_t)o->n_expert);
+        kv_u32(w, o, "gemma4.expert_used_count", (uint32_t)o->n_expert_used);
+        kv_u32(w, o, "gemma4.expert_feed_forward_length", (uint32_t)o->n_ff_exp);
+    }
     kv_f32(w, o, "gemma4.final_logit_softcapping", o->softcap < 0 ? 0.0f : o->softcap);
     free(arr);
     free(pat);
@@ -575,8 +652,8 @@ static g4_status build(gguf_writer *w, gen *g, vocab *v, char *err, size_t errle
                            t->name, (long long)t->ne0, tr ? tr->name : "?");
         if (t->type != G4_TYPE_F32 && !quant_can_quantize(t->type))
             return g4_errf(G4_ERR_ARG, err, errlen, "testgen: cannot write type %s", tr->name);
-        int64_t ne[2] = { t->ne0, t->ne1 };
-        gguf_w_tensor(w, t->name, type, t->ne1 ? 2 : 1, ne, NULL);
+        int64_t ne[3] = { t->ne0, t->ne1, t->ne2 };
+        gguf_w_tensor(w, t->name, type, t->ne2 ? 3 : t->ne1 ? 2 : 1, ne, NULL);
     }
     if (o->extra_tensors) o->extra_tensors(w, o->extra_ud);
     return G4_OK;

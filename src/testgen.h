@@ -4,7 +4,9 @@
  * scaled down, with a small synthetic BPE vocabulary. Values follow shared/docs/oracle.md §7
  * (matrices N(0, 0.05), embeddings N(0, 0.1), norms 1 + N(0, 0.1), q/k norms with mean
  * head_dim^-0.25), seeded per tensor from its name, so files are byte-reproducible.
- * Used by tests, `make demo`, tools/g4-mkmodel and the benchmark model.
+ * Used by tests, `make demo`, tools/g4-mkmodel and the benchmark model. MoE models
+ * (n_expert > 0) carry the 26B-A4B tensor set: router, its scale, the three extra norms and
+ * 3-D expert tensors, fused or split gate/up.
  */
 #ifndef G4_TESTGEN_H
 #define G4_TESTGEN_H
@@ -40,6 +42,15 @@ typedef struct g4_testgen_opts {
     uint32_t embd_type;      /* token_embd / per_layer_token_embd type (0 = wtype) */
     int      q4_k_m;         /* 1 = llama-quantize Q4_K_M-like mix (overrides wtype/embd_type) */
     int      f32_twin;       /* 1 = write quantize->dequantize round trips as F32 */
+    int      k_eq_v_full;    /* 1 = no attn_v on full layers only (V = K there; 26B-A4B, 31B) */
+    /* mixture of experts (26B-A4B): n_expert > 0 makes layers >= moe_first MoE layers */
+    int      n_expert;       /* 0 = dense */
+    int      n_expert_used;  /* top-k; 0 = min(8, n_expert) */
+    int      n_ff_exp;       /* expert FFN width; 0 = n_ff / 2 */
+    int      moe_first;      /* first MoE layer (earlier layers stay dense) */
+    int      moe_split;      /* 1 = ffn_gate_exps + ffn_up_exps instead of the fused ffn_gate_up_exps */
+    int      moe_scales;     /* 1 = write ffn_down_exps.scale (and the gate/up scales when split) */
+    uint32_t exp_type;       /* type of the expert matrices (0 = wtype) */
     int      fast_fill;      /* 1 = rows drawn from 64 distinct random rows per tensor: valid
                               * data at memcpy speed, for timing-only models (E2B size) */
     uint64_t seed;           /* 0 = 1 */
@@ -75,6 +86,13 @@ G4_INTERNAL void testgen_e2b(g4_testgen_opts *o);
 /* An assistant for it (after testgen_e2b): 4 layers of 256, 4 heads, FFN 2048 (a guess at
  * the released E2B assistant's size, ~76 M parameters, most of them the tied head). */
 G4_INTERNAL void testgen_e2b_assistant(g4_testgen_opts *o);
+/* The 26B-A4B shape (30 layers, E 2816, 16 heads, KV heads 8 sliding / 2 full, K = V on full
+ * layers, window 1024, shared MLP 2112, 128 experts top 8 of width 704, no PLE, no KV
+ * sharing; gemma4-architecture.md §1). */
+G4_INTERNAL void testgen_26b(g4_testgen_opts *o);
+/* The 31B shape (60 layers, E 5376, 32 heads, KV heads 16 / 4, K = V on full layers, window
+ * 1024, FFN 21504, no PLE, no KV sharing). */
+G4_INTERNAL void testgen_31b(g4_testgen_opts *o);
 
 G4_INTERNAL g4_status testgen_write(const char *path, const g4_testgen_opts *o, char *err, size_t errlen);
 /* Into a malloc'ed buffer (free with free()). */

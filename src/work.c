@@ -2,7 +2,8 @@
  * sessions (their own work for g4_session_eval) and batches (one work for many sessions).
  *
  * Owns: the widths every row buffer needs for a model (largest head, FFN, activation row in
- * any weight's dot type), checked arithmetic of the plan, binding a plan to its arena.
+ * any weight's dot type; the MoE scratch sized by moe_plan), checked arithmetic of the plan,
+ * binding a plan to its arena.
  * Does not own: the arena itself (session.c, batch.c allocate it once).
  */
 #include "forward.h"
@@ -41,7 +42,8 @@ void work_plan(g4_plan *p, const g4_model *m, int32_t n_rows, int32_t n_out_rows
         if (hd * l->n_head_kv > kv_max) kv_max = hd * l->n_head_kv;
         if (l->n_ff > ff_max) ff_max = l->n_ff;
         const g4_tensor *ws[] = { l->attn_q, l->has_kv ? l->attn_k : NULL, l->has_kv ? l->attn_v : NULL,
-                                  l->attn_output, l->ffn_gate, l->ffn_up, l->ffn_down, l->inp_gate, l->proj };
+                                  l->attn_output, l->ffn_gate, l->ffn_up, l->ffn_down, l->inp_gate, l->proj,
+                                  l->ffn_gate_inp };
         for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++) act_max = max_sz(act_max, act_rb(ws[k]));
     }
     const uint64_t E = (uint64_t)c->n_embd, LP = (uint64_t)L * (uint64_t)c->n_embd_per_layer;
@@ -70,6 +72,10 @@ void work_plan(g4_plan *p, const g4_model *m, int32_t n_rows, int32_t n_out_rows
     wp->ocol = plan_take(p, U, 4);
     wp->odst = plan_take(p, U, sizeof(float *));
     wp->hdst = plan_take(p, U, sizeof(float *));
+    /* MoE layers' scratch (moe.h) */
+    uint64_t need[MOE_N_BUFS];
+    const int n_moe = moe_plan(m, n_rows, need);
+    for (int i = 0; i < MOE_N_BUFS; i++) wp->moe[i] = i < n_moe && need[i] ? plan_take(p, need[i], 1) : UINT64_MAX;
     wp->act_row_max = act_max;
     wp->head_dim_max = (int32_t)hd_max;
     wp->n_rows = n_rows;
@@ -107,4 +113,7 @@ void work_bind(g4_work *w, const g4_model *m, uint8_t *base, const g4_work_plan 
         .odst = (float **)(void *)(base + wp->odst),
         .hdst = (float **)(void *)(base + wp->hdst),
     };
+    uint8_t *moe_bufs[MOE_N_BUFS];
+    for (int i = 0; i < MOE_N_BUFS; i++) moe_bufs[i] = wp->moe[i] == UINT64_MAX ? NULL : base + wp->moe[i];
+    moe_bind(&w->moe, m, moe_bufs);
 }

@@ -3,7 +3,8 @@
  *   - a schedule of four sessions (prompts of 40, 3, 17 and 1 tokens, decoding together at
  *     different depths, one pausing and coming back, uneven chunks) batched vs each session
  *     evaluated alone with the same tokens: bit for bit on a table whose float order does not
- *     depend on the batch (scalar), within the float-order bounds otherwise;
+ *     depend on the batch (scalar), within the float-order bounds otherwise; dense models and
+ *     mixture-of-experts ones (every session's rows routed and grouped by expert together);
  *   - the batch's chunking (rows, logits rows, each session's n_ubatch) and threads never
  *     change a bit; a batch of one equals g4_session_eval bit for bit;
  *   - errors leave every session unchanged (bad token, duplicate, foreign session, full
@@ -41,6 +42,7 @@ static int32_t pool_tok(int step, int sess, int k) { return (int32_t)(2 + (step 
 
 typedef struct run_cfg {
     int ub, n_out, sess_ub, cache, threads_model; /* threads_model: index into the models */
+    uint64_t *counts; /* MoE, non-NULL: [NS][n_layer][n_expert] expert counts at the end */
 } run_cfg;
 
 /* One run of the schedule. batched: one g4_batch_eval per step; else each session alone.
@@ -85,6 +87,12 @@ static int run_sched(g4_model *m, const run_cfg *c, int batched, int n_sess, con
             last[idx[k]] = t_argmax(l, V);
         }
     }
+    const int32_t L = g4_model_n_layer(m), Ne = g4_model_n_expert(m);
+    for (int i = 0; ok && c->counts && i < n_sess; i++)
+        for (int32_t il = 0; il < L; il++) {
+            uint64_t *dst = c->counts + ((size_t)i * (size_t)L + (size_t)il) * (size_t)Ne;
+            if (g4_session_expert_counts(s[i], il, dst, (size_t)Ne) != G4_OK) memset(dst, 0, (size_t)Ne * sizeof *dst);
+        }
     g4_batch_free(b);
     for (int i = 0; i < n_sess; i++) g4_session_free(s[i]);
     return ok;
@@ -100,9 +108,13 @@ static int order_free(const g4_model *m, int cache) {
     for (int i = 0; i < m->cfg.n_layer; i++) {
         const g4_layer *l = &m->layers[i];
         const g4_tensor *ws[] = { l->attn_q, l->attn_k, l->attn_v, l->attn_output, l->ffn_gate, l->ffn_up, l->ffn_down,
-                                  l->inp_gate, l->proj };
+                                  l->inp_gate, l->proj, l->ffn_gate_inp };
         for (size_t j = 0; j < sizeof ws / sizeof ws[0]; j++)
             if (ws[j] && k->matmul_grp[ws[j]->type]) return 0;
+        /* experts take their type's one-column order, except IQ4_XS's panel gemm (moe.c) */
+        const g4_tensor *ex[] = { l->ffn_gate_up_exps, l->ffn_gate_exps, l->ffn_up_exps, l->ffn_down_exps };
+        for (size_t j = 0; j < sizeof ex / sizeof ex[0]; j++)
+            if (ex[j] && ex[j]->type == G4_TYPE_IQ4_XS && k->matmul_grp[G4_TYPE_IQ4_XS]) return 0;
     }
     return 1;
 }
@@ -116,13 +128,16 @@ static void check_batch_model(const char *name, const g4_testgen_opts *o, const 
     float *ref = calloc(per * 2, sizeof(float)), *got = ref + per;
     static int32_t tok[N_STEPS][NS][MAX_T], tok2[N_STEPS][NS][MAX_T];
     const char *kn = g4_model_kernels(t1.m);
-    const run_cfg base = { 128, 16, 64, cache, 0 };
+    /* MoE: every session's expert counts, batched then alone */
+    const size_t n_cnt = (size_t)NS * (size_t)g4_model_n_layer(t1.m) * (size_t)g4_model_n_expert(t1.m);
+    uint64_t *cnt = n_cnt ? calloc(2 * n_cnt, sizeof *cnt) : NULL;
+    const run_cfg base = { 128, 16, 64, cache, 0, cnt };
     int ok = run_sched(t1.m, &base, 1, NS, NULL, tok, ref);
     T_CHECKF(ok, "%s [%s]: batched run", name, kn);
     if (!ok) goto out;
 
     /* chunking and threads: identical bits */
-    const run_cfg vars[] = { { 3, 1, 2, cache, 0 }, { 5, 2, 64, cache, 0 }, { 128, 16, 7, cache, 1 } };
+    const run_cfg vars[] = { { 3, 1, 2, cache, 0, NULL }, { 5, 2, 64, cache, 0, NULL }, { 128, 16, 7, cache, 1, NULL } };
     for (size_t v = 0; v < sizeof vars / sizeof vars[0]; v++) {
         memset(got, 0, per * sizeof(float));
         ok = run_sched(vars[v].threads_model ? t2.m : t1.m, &vars[v], 1, NS, (const int32_t(*)[NS][MAX_T])tok, tok2, got);
@@ -132,8 +147,29 @@ static void check_batch_model(const char *name, const g4_testgen_opts *o, const 
 
     /* each session alone with the same tokens */
     memset(got, 0, per * sizeof(float));
-    ok = run_sched(t1.m, &base, 0, NS, (const int32_t(*)[NS][MAX_T])tok, tok2, got);
+    const run_cfg solo = { 128, 16, 64, cache, 0, cnt ? cnt + n_cnt : NULL };
+    ok = run_sched(t1.m, &solo, 0, NS, (const int32_t(*)[NS][MAX_T])tok, tok2, got);
     T_CHECKF(ok, "%s [%s]: solo run", name, kn);
+    if (ok && cnt) {
+        /* the same rows computed per session, so the same routings where the bits agree, and
+         * the same number of them in every layer otherwise (n_expert_used per computed row) */
+        const int32_t L = g4_model_n_layer(t1.m), Ne = g4_model_n_expert(t1.m);
+        int same = 1, sums = 1;
+        uint64_t total = 0;
+        for (size_t r = 0; r < (size_t)NS * (size_t)L; r++) {
+            uint64_t sa = 0, sb = 0;
+            for (int32_t e = 0; e < Ne; e++) {
+                sa += cnt[r * (size_t)Ne + (size_t)e];
+                sb += cnt[n_cnt + r * (size_t)Ne + (size_t)e];
+            }
+            sums &= sa == sb;
+            total += sa;
+        }
+        same = !memcmp(cnt, cnt + n_cnt, n_cnt * sizeof *cnt);
+        T_CHECKF(total > 0 && sums, "%s [%s]: expert counts: %llu routings batched, per layer and session as alone: %d", name,
+                 kn, (unsigned long long)total, sums);
+        if (order_free(t1.m, cache)) T_CHECKF(same, "%s [%s]: expert counts batched vs alone differ", name, kn);
+    }
     if (ok) {
         const int exact = order_free(t1.m, cache);
         const int quantized = o->wtype && o->wtype != G4_TYPE_F32 && o->wtype != G4_TYPE_F16;
@@ -161,6 +197,7 @@ static void check_batch_model(const char *name, const g4_testgen_opts *o, const 
         free(a);
     }
 out:
+    free(cnt);
     free(ref);
     t_model_close(&t2);
     t_model_close(&t1);
@@ -555,6 +592,11 @@ T_GROUP(batch) {
         { "q8_0", { .wtype = G4_TYPE_Q8_0, .n_per_layer = 32 }, G4_CACHE_F32, 1 },
         { "q4_k", d256, G4_CACHE_F32, 0 },
         { "q4_k_m mix", mix, G4_CACHE_F16, 0 },
+        /* mixture of experts: rows of several sessions routed and grouped by expert together */
+        { "moe f32 16/4", { .n_expert = 16, .n_expert_used = 4, .n_ff_exp = 64, .n_per_layer = -1, .n_shared = -1,
+                            .k_eq_v_full = 1, .n_head = 4, .n_head_kv = 2, .n_head_kv_full = 1 }, G4_CACHE_F32, 1 },
+        { "moe q8_0 split, scales", { .wtype = G4_TYPE_Q8_0, .n_per_layer = 32, .n_expert = 8, .n_expert_used = 2,
+                                      .n_ff_exp = 64, .moe_split = 1, .moe_scales = 1, .moe_first = 2 }, G4_CACHE_F16, 1 },
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         check_batch_model(v[i].name, &v[i].o, NULL, v[i].cache);

@@ -36,6 +36,7 @@ typedef struct tset {
     uint32_t    type;
     int64_t     ne0, ne1;
     int         nan_at; /* > 0: f32 data with a NaN at this index */
+    int64_t     ne2;    /* > 0: a 3-D tensor */
 } tset;
 
 typedef struct bad {
@@ -45,6 +46,7 @@ typedef struct bad {
     kvset       kv[4];
     tset        t[2];
     int         n_ff;   /* opts override when > 0 */
+    int         moe;    /* 1: the base model is MoE (8 experts, top 2, width 64, fused gate/up); 2: split */
 } bad;
 
 static uint8_t *g_zero; /* zero data for extra tensors (tools may use globals; the library may not) */
@@ -92,7 +94,7 @@ static void add_tensors(gguf_writer *w, void *ud) {
     const bad *b = ud;
     for (int i = 0; i < 2 && b->t[i].name; i++) {
         const tset *t = &b->t[i];
-        int64_t ne[2] = { t->ne0, t->ne1 };
+        int64_t ne[3] = { t->ne0, t->ne1, t->ne2 };
         const void *data = g_zero;
         if (t->nan_at > 0) {
             float *f = (float *)(void *)(g_zero + (1 << 20));
@@ -100,7 +102,7 @@ static void add_tensors(gguf_writer *w, void *ud) {
             f[t->nan_at] = NAN;
             data = f;
         }
-        gguf_w_tensor(w, t->name, t->type, t->ne1 ? 2 : 1, ne, data);
+        gguf_w_tensor(w, t->name, t->type, t->ne2 ? 3 : t->ne1 ? 2 : 1, ne, data);
     }
 }
 
@@ -171,7 +173,7 @@ static const bad CASES[] = {
       { "gemma4.attention.shared_kv_layers" }, {{ "gemma4.attention.shared_kv_layers", KU32, 4 }}, {{0}}, 0 },
     { "pattern-no-sliding", "marks no layer as sliding", { "gemma4.attention.sliding_window_pattern" },
       {{ "gemma4.attention.sliding_window_pattern", KARR_BOOL, 10, 0, 0, 0 }}, {{0}}, 0 },
-    { "moe", "mixture-of-experts Gemma 4 (expert_count 8, e.g. 26B-A4B) is not supported yet", {0},
+    { "moe-count-only", "missing required key 'gemma4.expert_used_count' (expert_count is 8)", {0},
       {{ "gemma4.expert_count", KU32, 8 }}, {{0}}, 0 },
     { "rope-scaling", "RoPE scaling is not supported", {0}, {{ "gemma4.rope.scaling.factor", KF32, 0, 4.0f }}, {{0}}, 0 },
     /* #34 floats */
@@ -228,8 +230,56 @@ static const bad CASES[] = {
       { "blk.0.ffn_down.weight" }, {{0}}, {{ "blk.0.ffn_down.weight", G4_TYPE_IQ2_XXS, 256, 128, 0 }}, 256 },
     { "fused-qkv", "fused QKV projections are not supported yet", {0}, {{0}},
       {{ "blk.0.attn_qkv.weight", G4_TYPE_F32, 128, 128, 0 }}, 0 },
-    { "moe-tensor", "mixture-of-experts layers are not supported yet", {0}, {{0}},
-      {{ "blk.0.ffn_gate_inp.weight", G4_TYPE_F32, 128, 8, 0 }}, 0 },
+    { "moe-router-no-count", "tensor 'blk.0.ffn_gate_inp.weight' is a mixture-of-experts router, but key 'gemma4.expert_count' is 0 or absent",
+      {0}, {{0}}, {{ "blk.0.ffn_gate_inp.weight", G4_TYPE_F32, 128, 8, 0 }}, 0 },
+    /* mixture of experts (26B-A4B): the base is an MoE model, 8 experts, top 2, width 64 */
+    { "moe-valid", "OK", {0}, {{0}}, {{0}}, 0, 1 },
+    { "moe-valid-split", "OK", {0}, {{0}}, {{0}}, 0, 2 },
+    { "moe-used-over-count", "key 'gemma4.expert_used_count' is 9, expected 1 to expert_count 8", { "gemma4.expert_used_count" },
+      {{ "gemma4.expert_used_count", KU32, 9 }}, {{0}}, 0, 1 },
+    { "moe-used-zero", "key 'gemma4.expert_used_count' is 0, expected 1 to expert_count 8", { "gemma4.expert_used_count" },
+      {{ "gemma4.expert_used_count", KU32, 0 }}, {{0}}, 0, 1 },
+    { "moe-zero-experts", "key 'gemma4.expert_used_count' is 2 but expert_count is 0", { "gemma4.expert_count" },
+      {{ "gemma4.expert_count", KU32, 0 }}, {{0}}, 0, 1 },
+    { "moe-no-expert-keys", "tensor 'blk.0.ffn_gate_inp.weight' is a mixture-of-experts router, but key 'gemma4.expert_count' is 0 or absent",
+      { "gemma4.expert_count", "gemma4.expert_used_count", "gemma4.expert_feed_forward_length" }, {{0}}, {{0}}, 0, 1 },
+    { "moe-count-huge", "key 'gemma4.expert_count' is 5000, expected 0 to 1024", { "gemma4.expert_count" },
+      {{ "gemma4.expert_count", KU32, 5000 }}, {{0}}, 0, 1 },
+    { "moe-count-i32", "key 'gemma4.expert_count' has type i32, expected u32", { "gemma4.expert_count" },
+      {{ "gemma4.expert_count", KI32, 8 }}, {{0}}, 0, 1 },
+    { "moe-missing-ff-exp", "missing required key 'gemma4.expert_feed_forward_length' (expert_count is 8)",
+      { "gemma4.expert_feed_forward_length" }, {{0}}, {{0}}, 0, 1 },
+    { "moe-used-array-short", "key 'gemma4.expert_used_count' has 9 entries, expected 10", { "gemma4.expert_used_count" },
+      {{ "gemma4.expert_used_count", KARR_U32, 9, 0, 0, 2 }}, {{0}}, 0, 1 },
+    { "moe-missing-down", "missing required tensor 'blk.3.ffn_down_exps.weight'", { "blk.3.ffn_down_exps.weight" },
+      {{0}}, {{0}}, 0, 1 },
+    { "moe-missing-gate-up", "missing required tensor 'blk.6.ffn_gate_exps.weight'", { "blk.6.ffn_gate_up_exps.weight" },
+      {{0}}, {{0}}, 0, 1 },
+    { "moe-missing-up-split", "missing required tensor 'blk.2.ffn_up_exps.weight'", { "blk.2.ffn_up_exps.weight" },
+      {{0}}, {{0}}, 0, 2 },
+    { "moe-missing-router-scale", "missing required tensor 'blk.1.ffn_gate_inp.scale'", { "blk.1.ffn_gate_inp.scale" },
+      {{0}}, {{0}}, 0, 1 },
+    { "moe-missing-norm", "missing required tensor 'blk.4.pre_ffw_norm_2.weight'", { "blk.4.pre_ffw_norm_2.weight" },
+      {{0}}, {{0}}, 0, 1 },
+    { "moe-wrong-third-dim", "tensor 'blk.2.ffn_gate_up_exps.weight' has shape [128, 128, 7], expected [128, 128, 8]",
+      { "blk.2.ffn_gate_up_exps.weight" }, {{0}}, {{ "blk.2.ffn_gate_up_exps.weight", G4_TYPE_Q8_0, 128, 128, 0, 7 }}, 0, 1 },
+    { "moe-expert-2d", "tensor 'blk.5.ffn_down_exps.weight' has shape [64, 1024], expected [64, 128, 8]",
+      { "blk.5.ffn_down_exps.weight" }, {{0}}, {{ "blk.5.ffn_down_exps.weight", G4_TYPE_Q8_0, 64, 1024, 0 }}, 0, 1 },
+    { "moe-router-shape", "tensor 'blk.0.ffn_gate_inp.weight' has shape [128, 7], expected [128, 8]",
+      { "blk.0.ffn_gate_inp.weight" }, {{0}}, {{ "blk.0.ffn_gate_inp.weight", G4_TYPE_F32, 128, 7, 0 }}, 0, 1 },
+    { "moe-router-i32", "tensor 'blk.0.ffn_gate_inp.weight' has type i32, expected a supported weight type",
+      { "blk.0.ffn_gate_inp.weight" }, {{0}}, {{ "blk.0.ffn_gate_inp.weight", G4_TYPE_I32, 128, 8, 0 }}, 0, 1 },
+    { "moe-scale-length", "tensor 'blk.3.ffn_down_exps.scale' has shape [7], expected [8]", {0}, {{0}},
+      {{ "blk.3.ffn_down_exps.scale", G4_TYPE_F32, 7, 0, 0 }}, 0, 1 },
+    { "moe-router-scale-nan", "tensor 'blk.1.ffn_gate_inp.scale': element 5 is nan", { "blk.1.ffn_gate_inp.scale" },
+      {{0}}, {{ "blk.1.ffn_gate_inp.scale", G4_TYPE_F32, 128, 0, 5 }}, 0, 1 },
+    { "moe-fused-and-split", "tensor 'blk.0.ffn_gate_exps.weight' cannot be used with the fused 'blk.0.ffn_gate_up_exps.weight'",
+      {0}, {{0}}, {{ "blk.0.ffn_gate_exps.weight", G4_TYPE_Q8_0, 128, 64, 0, 8 }}, 0, 1 },
+    { "moe-orphan-expert", "tensor 'blk.0.ffn_down_exps.weight' belongs to a mixture-of-experts layer, but layer 0 has no router",
+      {0}, {{0}}, {{ "blk.0.ffn_down_exps.weight", G4_TYPE_Q8_0, 64, 128, 0, 8 }}, 0, 0 },
+    { "moe-no-router", "key 'gemma4.expert_count' is 8 but no layer has a router", {0},
+      {{ "gemma4.expert_count", KU32, 8 }, { "gemma4.expert_used_count", KU32, 2 }, { "gemma4.expert_feed_forward_length", KU32, 64 }},
+      {{0}}, 0, 0 },
     /* #42 vocabulary vs embedding rows */
     { "embd-rows-below-vocab", "tensor 'token_embd.weight' has shape [128, 400], expected [128, >= 512]",
       { "token_embd.weight" }, {{0}}, {{ "token_embd.weight", G4_TYPE_F32, 128, 400, 0 }}, 0 },
@@ -351,6 +401,12 @@ int main(int argc, char **argv) {
         o.extra_tensors = add_tensors;
         o.extra_ud = (void *)(uintptr_t)b;
         if (b->n_ff) o.n_ff = b->n_ff;
+        if (b->moe) {
+            o.n_expert = 8;
+            o.n_expert_used = 2;
+            o.n_ff_exp = 64;
+            o.moe_split = b->moe == 2;
+        }
         char name[128], err[512];
         snprintf(name, sizeof name, "m%03d-%s.gguf", n++, b->name);
         snprintf(path, sizeof path, "%s/%s", dir, name);

@@ -9,7 +9,8 @@
 # (they are the same float operations in the same order). Schedules mix prompts of different
 # lengths (llama.cpp splits them into equal ubatches), decoding at different positions, a
 # session that stops while the others go on, sliding windows that wrap (window 8), and g4's
-# chunking is varied (-ub/--out/--sub), which must not change a bit. Then single-sequence
+# chunking is varied (-ub/--out/--sub), which must not change a bit; also on mixture-of-
+# experts models (26B-A4B layout). Then single-sequence
 # decode steps over the model variants of oracle_forward.sh (every weight type, the Q4_K_M
 # mix tied and untied, F32/F16 KV, several seeds), also gated at NMSE 0 and equal tokens.
 # Needs node-llama-cpp (make test-deps), git, an x86-64 CPU with AVX2; else "skipped".
@@ -124,6 +125,16 @@ run deep     f16 sdeep --ctx 8192
 # column), tied F32 and untied F16, over 5 sequences
 run v510     f32 s5 --vocab 510
 run v510_f16 f32 s5 --vocab 510 --type f16 --untied
+# mixture of experts (26B-A4B layout: no PLE, no KV sharing, K = V on full layers, KV head
+# arrays): the sequences' rows routed and grouped by expert together (llama.cpp's
+# mul_mat_id over the ubatch); F32 fused, Q8_0 split with per-expert scales and F16 KV, Q4_K
+# (under the sanitizers only the first: ONE there, and the others are not in QUICK)
+M26="--layers 6 --full-every 6 --shared 0 --ple 0 --k-eq-v-full --heads 4 --kv-heads 2 --kv-heads-full 1"
+run moe_f32  f32 s3 $M26 --experts 32 --experts-used 4 --ff-exp 64
+ONE=${G4_SANITIZED:+1}
+run moe_q8_0 f16 s5 $M26 --type q8_0 --experts 16 --experts-used 4 --ff-exp 64 --moe-split --moe-scales --seed 2
+run moe_q4_k f32 s5 $M26 --embd 256 --head-dim 64 --head-dim-full 128 --ff 512 --type q4_k --experts 32 --experts-used 4 --ff-exp 256
+ONE=
 
 # Decode steps of one sequence (one token per llama_decode after a prompt), over the model
 # variants of oracle_forward.sh: every weight type, the Q4_K_M-like mix (Q4_K/Q6_K matrices,

@@ -19,6 +19,7 @@
 # KV cache F32 on both sides unless the case says f16 (both sides F16).
 # Without tests/oracle/node_modules (make test-deps) it prints "skipped".
 # Env: B (build dir), G4 (g4 binary), KEEP=1 keeps the temp dir, VERBOSE=1 prints every result,
+# G4_ORACLE_BIG=1 adds 26B-A4B- and 31B-shaped cases at full width (2 layers, ~1 GB files each),
 # ONLY=REGEX runs only the cases whose name matches (grep -E),
 # G4_ORACLE_E2B=1 adds a slow case (~5 min): E2B dimensions (E 1536, 8 heads, head dims
 # 256/512, window 512, FFN 6144/12288, P 256) with 10 layers, F16 weights, vocab 8192, and a
@@ -67,7 +68,21 @@ case_add() {
     fi
     echo "$name $cls $kv $*" >>"$CASES"
     echo "-m $tmp/$name.gguf --ids $(prompt_of "$name") -n $N --kv $kv --fa off -t 1 --ids-out $tmp/$name.ref.ids" \
-         "--logits-out $tmp/$name.ref.f32 --margins-out $tmp/$name.ref.mg" >>"$tmp/jobs"
+         "--logits-out $tmp/$name.ref.f32 --margins-out $tmp/$name.ref.mg $(cat "$tmp/$name.llama" 2>/dev/null)" >>"$tmp/jobs"
+}
+
+# moe_add NAME CLASS KV COVERED [ARGS...]: a mixture-of-experts case on the MoE prompt, which
+# must route every expert of layers 0 .. COVERED-1 at least once (g4 run --expert-stats; the
+# later layers run only the rows whose logits are wanted). MOE_LLAMA: extra llama.cpp
+# arguments (-b N: its batch size), MOE_UB: g4's --ubatch (default 16).
+moe_add() {
+    name=$1 cls=$2 kv=$3 cov=$4
+    shift 4
+    cp "$tmp/${MOE_P:-moe96}.prompt" "$tmp/$name.prompt"
+    echo "$cov" >"$tmp/$name.cov"
+    [ -n "$MOE_LLAMA" ] && echo "$MOE_LLAMA" >"$tmp/$name.llama"
+    [ -n "$MOE_UB" ] && echo "$MOE_UB" >"$tmp/$name.ub"
+    case_add "$name" "$cls" "$kv" "$@"
 }
 
 prompt_of() { if [ -f "$tmp/$1.prompt" ]; then cat "$tmp/$1.prompt"; else echo "$PROMPT"; fi; }
@@ -79,9 +94,17 @@ case_check() {
     if [ ! -s "$tmp/$name.ref.ids" ] || [ ! -s "$tmp/$name.ref.f32" ]; then
         bad "$name: llama.cpp gave no result (see $B/test-oracle_forward.err)"; return
     fi
-    if ! "$G4" run -m "$tmp/$name.gguf" -p "$(prompt_of "$name")" --ids -n $N --temp 0 -t 1 --ubatch 16 --cache-type "$kv" \
-            --dump-logits "$tmp/$name.g4.f32" >"$tmp/$name.g4.ids" 2>"$tmp/$name.g4.err"; then
+    ub=16; [ -f "$tmp/$name.ub" ] && ub=$(cat "$tmp/$name.ub")
+    stats=; [ -f "$tmp/$name.cov" ] && stats=--expert-stats
+    if ! "$G4" run -m "$tmp/$name.gguf" -p "$(prompt_of "$name")" --ids -n $N --temp 0 -t 1 --ubatch "$ub" --cache-type "$kv" \
+            --dump-logits "$tmp/$name.g4.f32" $stats >"$tmp/$name.g4.ids" 2>"$tmp/$name.g4.err"; then
         bad "$name: g4 run failed: $(tail -n 1 "$tmp/$name.g4.err")"; return
+    fi
+    if [ -f "$tmp/$name.cov" ]; then # every expert of the covered layers routed by the prompt
+        short=$(awk -v c="$(cat "$tmp/$name.cov")" '/experts: layer/ { l = $5 + 0; sub(":", "", $5);
+            if (l < c) { n++; if ($6 != $8) printf "layer %d: %s of %s; ", l, $6, $8 } } END { if (!n) print "no MoE layer reported" }' \
+            "$tmp/$name.g4.err")
+        if [ -z "$short" ]; then ok "$name expert coverage"; else bad "$name: the prompt leaves experts unused: $short"; fi
     fi
     ref=$(cat "$tmp/$name.ref.ids"); got=$(cat "$tmp/$name.g4.ids")
     # first differing step (1-based), 0 if none
@@ -150,6 +173,45 @@ case_add q5_0         Q f32 --type q5_0 $D32
 case_add q5_1         Q f32 --type q5_1 $D32
 case_add iq4_xs       Q f32 --type iq4_xs $D256
 case_add iq4_xs_s2    Q f32 --type iq4_xs $D256 --seed 2
+# Mixture of experts (26B-A4B layout: no PLE, no KV sharing, K = V on full layers, KV head
+# arrays) on a prompt that routes every expert (96 tokens; 256 for 128 experts) of every layer but the last: 32
+# experts top 4 and the real 128 top 8 at small widths; F32, Q8_0, Q4_K, Q6_K, the repacked
+# Q4_0 / IQ4_NL, the Q4_K_M mix (expert down rows of 96: llama-quantize's Q5_0 / Q8_0
+# fallbacks, as the real 704-wide ones); fused and split gate/up, per-expert scales; g4 in
+# chunks of 16 and of 1, and llama.cpp in batches of 32. Then the 31B layout (dense).
+for n in 96 256; do awk -v n=$n 'BEGIN { s = 5; printf "2"; for (i = 1; i < n; i++) { s = (s * 48271) % 2147483647;
+     printf ",%d", 16 + s % 480 } print "" }' >"$tmp/moe$n.prompt"; done
+M26="--layers 6 --full-every 6 --shared 0 --ple 0 --k-eq-v-full --heads 4 --kv-heads 2 --kv-heads-full 1"
+M26W="$M26 --embd 256 --head-dim 64 --head-dim-full 128 --ff 384"
+moe_add moe_f32          F f32 5 $M26 --experts 32 --experts-used 4 --ff-exp 64
+moe_add moe_f32_split    F f32 5 $M26 --experts 32 --experts-used 4 --ff-exp 64 --moe-split --moe-scales --seed 2
+MOE_P=moe256; moe_add moe_f32_128 F f32 5 $M26 --experts 128 --experts-used 8 --ff-exp 32 --seed 3; MOE_P=
+moe_add moe_q8_0         Q f32 5 $M26 --type q8_0 --experts 32 --experts-used 4 --ff-exp 64
+moe_add moe_q4_0_split   Q f32 5 $M26 --type q4_0 --experts 32 --experts-used 4 --ff-exp 64 --moe-split
+moe_add moe_iq4_nl       Q f32 5 $M26 --type iq4_nl --experts 32 --experts-used 4 --ff-exp 64
+moe_add moe_q4_k         Q f32 5 $M26W --ff 512 --type q4_k --experts 32 --experts-used 4 --ff-exp 256
+moe_add moe_q6_k_split   Q f32 5 $M26W --ff 512 --type q6_k --experts 32 --experts-used 4 --ff-exp 256 --moe-split --moe-scales
+MOE_P=moe256; moe_add moe_q4_k_m_128 Q f32 5 $M26W --q4_k_m --experts 128 --experts-used 8 --ff-exp 96; MOE_P=
+moe_add moe_kv_f16       Q f16 5 $M26 --type q8_0 --experts 32 --experts-used 4 --ff-exp 64 --seed 4
+# with the E2B features too (PLE, KV sharing: layers 4.. run only the output rows)
+moe_add moe_ple_shared   F f32 4 --experts 16 --experts-used 2 --ff-exp 64
+# dense layers first, then MoE
+moe_add moe_first2       Q f32 5 $M26 --type q8_0 --experts 16 --experts-used 4 --ff-exp 64 --moe-first 2
+# schedules: g4 one token per chunk; llama.cpp in batches of 32 (one float order per type here)
+MOE_UB=1; moe_add moe_f32_ub1  F f32 5 $M26 --experts 32 --experts-used 4 --ff-exp 64; MOE_UB=
+MOE_P=moe256; MOE_LLAMA="-b 32"; moe_add moe_q8_0_b32 Q f32 5 $M26 --type q8_0 --experts 32 --experts-used 4 --ff-exp 64 --seed 5; MOE_P=; MOE_LLAMA=
+# the 31B layout (dense): 32 heads, KV heads 16 sliding / 4 full, head dims 256 / 512, K = V
+# on full layers, window 1024, no PLE, no sharing; reduced width (E 512, FFN 1024) and depth
+case_add d31_f32         F f32 --layers 6 --full-every 6 --shared 0 --ple 0 --k-eq-v-full --embd 512 --heads 32 \
+                         --kv-heads 16 --kv-heads-full 4 --head-dim 256 --head-dim-full 512 --window 1024 --ff 1024 --ctx 2048
+case_add d31_q4_k_m      Q f32 --layers 6 --full-every 6 --shared 0 --ple 0 --k-eq-v-full --embd 512 --heads 32 \
+                         --kv-heads 16 --kv-heads-full 4 --head-dim 256 --head-dim-full 512 --window 1024 --ff 1024 --ctx 2048 --q4_k_m
+if [ -n "$G4_ORACLE_BIG" ]; then
+    # full width, reduced depth (slow: files of ~1 GB): 26B-A4B and 31B, 2 layers (one sliding,
+    # one full), Q4_K_M mix, vocabulary 1024
+    MOE_P=moe256; moe_add a26b_full Q f32 1 --26b --layers 2 --full-every 2 --vocab 1024 --ctx 2048 --q4_k_m; MOE_P=
+    case_add d31b_full   Q f32 --31b --layers 2 --full-every 2 --vocab 1024 --ctx 2048 --q4_k_m
+fi
 if [ -n "$G4_ORACLE_E2B" ]; then
     awk 'BEGIN { s = 7; printf "2"; for (i = 1; i < 600; i++) { s = (s * 48271) % 2147483647;
          printf ",%d", 16 + s % 8000 } print "" }' >"$tmp/e2b10.prompt"

@@ -37,4 +37,11 @@ run q2_k --type q2_k --embd 256 --ff 256 --head-dim 128 --head-dim-full 256 --pl
 run q3_k --type q3_k --embd 256 --ff 256 --head-dim 128 --head-dim-full 256 --ple 256
 run iq4_xs --type iq4_xs --embd 256 --ff 256 --head-dim 128 --head-dim-full 256 --ple 256
 run q4_k_m --q4_k_m --embd 256 --ff 256 --ff-shared 512 --head-dim 128 --head-dim-full 256 --ple 256
+# mixture of experts (3-D expert tensors, router, extra norms), fused and split gate/up; the 31B layout
+run moe-q8_0 --type q8_0 --layers 6 --full-every 6 --shared 0 --ple 0 --k-eq-v-full --heads 4 --kv-heads 2 --kv-heads-full 1 \
+    --experts 32 --experts-used 4 --ff-exp 64
+run moe-split-q4_k_m --q4_k_m --layers 6 --full-every 6 --shared 0 --ple 0 --k-eq-v-full --embd 256 --ff 512 --heads 4 \
+    --kv-heads 2 --kv-heads-full 1 --head-dim 64 --head-dim-full 128 --experts 128 --experts-used 8 --ff-exp 96 --moe-split --moe-scales
+run d31-f16 --type f16 --layers 6 --full-every 6 --shared 0 --ple 0 --k-eq-v-full --embd 256 --heads 16 --kv-heads 8 --kv-heads-full 2 \
+    --head-dim 64 --head-dim-full 128
 echo "$pass passed, $fail failed"

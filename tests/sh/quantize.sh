@@ -38,6 +38,11 @@ D256="--embd 256 --heads 4 --head-dim 64 --head-dim-full 128 --ff 256 --ff-share
 "$MK" "$tmp/f32-128.gguf" --ple 32 || { echo "0 passed, 1 failed"; exit 1; }
 "$MK" "$tmp/f16.gguf" $D256 --type f16 || { echo "0 passed, 1 failed"; exit 1; }
 "$MK" "$tmp/q8.gguf" $D256 --type q8_0 || { echo "0 passed, 1 failed"; exit 1; }
+# mixture of experts (26B-A4B layout): 16 experts top 4, fused; 8 experts (llama-quantize's
+# 8-expert rules) split with scales and 96-wide expert rows (the Q5_0 / Q8_0 fallbacks)
+M26="--layers 6 --full-every 6 --shared 0 --ple 0 --k-eq-v-full --embd 256 --heads 4 --kv-heads 2 --kv-heads-full 1 --head-dim 64 --head-dim-full 128 --ff 512 --vocab 512"
+"$MK" "$tmp/f32-moe.gguf" $M26 --experts 16 --experts-used 4 --ff-exp 256 || { echo "0 passed, 1 failed"; exit 1; }
+"$MK" "$tmp/f32-moe8.gguf" $M26 --experts 8 --experts-used 2 --ff-exp 96 --moe-split --moe-scales || { echo "0 passed, 1 failed"; exit 1; }
 
 PROMPT=2,17,33,45,99,100,101,102,103,104,105,106,260,261,300,301
 logits() { # model out
@@ -47,7 +52,7 @@ nmse() { # a b -> prints NMSE of b against a
     od -An -v -f -w4 "$1" >"$1.txt"; od -An -v -f -w4 "$2" >"$2.txt"
     paste "$1.txt" "$2.txt" | awk '{ d = $1 - $2; n += d * d; s += $1 * $1 } END { printf "%.3e\n", (s > 0 ? n / s : 0) }'
 }
-for src in f32 f32-untied f32-128 f16 q8; do logits "$tmp/$src.gguf" "$tmp/$src.ref" || bad "g4 run $src: $(tail -n 1 "$tmp/$src.ref.err")"; done
+for src in f32 f32-untied f32-128 f16 q8 f32-moe f32-moe8; do logits "$tmp/$src.gguf" "$tmp/$src.ref" || bad "g4 run $src: $(tail -n 1 "$tmp/$src.ref.err")"; done
 
 # case NAME SRC TYPE NMSE_MAX LLAMA_FTYPE "LLAMA_ARGS" G4_ARGS...
 case_run1() {
@@ -82,9 +87,9 @@ case_run1() {
 }
 
 # llama.cpp loads these outputs (one per kind of file; ~1.5 s each)
-VIEW="q4_0 q5_1 q4_k_m untied_q4_k_m fallback_q4_k_m emb_mixed"
+VIEW="q4_0 q5_1 q4_k_m untied_q4_k_m fallback_q4_k_m emb_mixed moe_q4_k_m moe8_q4_k_m"
 # under the sanitizers: a few cases only (K-quant searches are slow there)
-QUICK="q8_0 q4_k_m fallback_q4_k_m emb_mixed"
+QUICK="q8_0 q4_k_m fallback_q4_k_m emb_mixed moe_q4_k_m"
 case_run() {
     if [ -n "$G4_SANITIZED" ]; then case " $QUICK " in *" $1 "*) ;; *) return 0 ;; esac; fi
     case_run1 "$@"
@@ -111,6 +116,24 @@ case_run emb4 f32 Q4_K_M 0.6 15 "--tok 2" --token-embedding-type q4_0 --per-laye
 case_run emb_mixed f32 Q4_0 0.6 2 "--tok 2 --tt per_layer_token_embd=8" --token-embedding-type q4_0 --per-layer-embedding-type q8_0
 case_run tt f32 Q4_K_M 0.6 15 "--tt ffn_up=8 --tt attn_q=14" --tensor-type ffn_up=q8_0 --tensor-type attn_q=q6_K
 case_run out_t f32-untied Q5_K_M 0.3 17 "--output 8" --output-tensor-type q8_0
+# MoE: experts quantized as other matrices (ffn_down_exps by layer number), the router never.
+# (6 layers: use_more_bits picks layers 2 and 5.) Routing is discontinuous: a quantized copy
+# routes some tokens to other experts (Q8_0 NMSE 0.26 seen), so every MoE case gets the loose
+# bound; the check that matters is the byte identity with llama-quantize.
+case_run moe_q4_k_m f32-moe Q4_K_M 0.6 15 ""
+case_run moe_q8_0 f32-moe Q8_0 0.6 7 ""
+case_run moe8_q4_k_m f32-moe8 Q4_K_M 0.6 15 ""
+case_run moe8_q4_k_s f32-moe8 Q4_K_S 0.6 14 ""
+if [ -f "$tmp/moe_q4_k_m.info" ]; then
+    grep -Eq "^ *blk.0.ffn_gate_inp.weight +f32" "$tmp/moe_q4_k_m.info" && grep -Eq "^ *blk.2.ffn_down_exps.weight +q6_K" "$tmp/moe_q4_k_m.info" \
+        && grep -Eq "^ *blk.0.ffn_down_exps.weight +q4_K" "$tmp/moe_q4_k_m.info" && grep -Eq "^ *blk.2.ffn_gate_up_exps.weight +q4_K" "$tmp/moe_q4_k_m.info" \
+        && ok "MoE Q4_K_M: router f32, expert down by layer, gate_up q4_K" || bad "MoE Q4_K_M types: $(grep -E 'blk.[02].ffn_(gate_inp|down_exps|gate_up)' "$tmp/moe_q4_k_m.info")"
+fi
+if [ -f "$tmp/moe8_q4_k_m.info" ]; then
+    grep -Eq "^ *blk.1.attn_v.weight +q8_0" "$tmp/moe8_q4_k_m.info" && grep -Eq "^ *blk.1.attn_output.weight +q5_K" "$tmp/moe8_q4_k_m.info" \
+        && grep -Eq "^ *blk.3.ffn_down_exps.weight +q5_0" "$tmp/moe8_q4_k_m.info" \
+        && ok "8-expert Q4_K_M: attn_v q8_0, attn_output q5_K, 96-wide down q5_0" || bad "8-expert Q4_K_M types: $(grep -E 'blk.[13].(attn_v|attn_output|ffn_down_exps)' "$tmp/moe8_q4_k_m.info")"
+fi
 
 # g4 info shows the mix
 grep -Eq "q6_K +[0-9]+ tensors" "$tmp/q4_k_m.info" && grep -Eq "q4_K +[0-9]+ tensors" "$tmp/q4_k_m.info" \
