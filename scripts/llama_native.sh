@@ -34,7 +34,7 @@ command -v c++ >/dev/null 2>&1 || command -v g++ >/dev/null 2>&1 || { echo "llam
 mkdir -p "$D"
 if [ ! -d "$D/src/.git" ]; then
     rm -rf "$D/src"
-    git clone -q "$BUNDLE" "$D/src"
+    git -c advice.detachedHead=false clone -q "$BUNDLE" "$D/src"
 fi
 echo "llama_native: building llama.cpp $(git -C "$D/src" log -1 --format=%h) natively in $D/build (log: $D/build.log)" >&2
 {
