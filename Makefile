@@ -154,7 +154,7 @@ bench-model: $(B)/g4-mkmodel
 	@ls -l $(BENCH_MODEL)
 
 # llama.cpp v0.5.0 built natively from the npm package's source bundle (the speed yardstick; once
-# per clone, under $(B)/llama-native, ~10 min on 2 cores; LLAMA_NATIVE=DIR reuses a build)
+# per clone, under $(B)/llama-native, ~22 CPU-minutes; LLAMA_NATIVE=DIR reuses a build)
 llama-native:
 	@sh scripts/llama_native.sh $(B)
 

@@ -11,8 +11,8 @@
 # tests/oracle/node_modules/node-llama-cpp/llama/gitRelease.bundle in src/ and a cmake build in
 # build/ with llama.cpp's defaults (Release, GGML_NATIVE=ON: -march=native) and no network
 # libraries (-DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF), targets llama-bench, llama-batched-bench,
-# llama-server; about 10 minutes on 2 cores, once per clone (a finished build is reused; delete
-# the folder to rebuild). Needs git, cmake and a C++ compiler; the log is build/llama-native/build.log.
+# llama-server; about 22 CPU-minutes (63 min wall on the shared 2-vCPU Zen 1 host under load),
+# once per clone (a finished build is reused; delete the folder to rebuild). Needs git, cmake and a C++ compiler; the log is build/llama-native/build.log.
 set -e
 B=${1:-build}
 if [ -n "$LLAMA_NATIVE" ]; then
