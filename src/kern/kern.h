@@ -44,23 +44,26 @@ typedef struct g4_kern {
 /* the portable GeGLU (the scalar table's; the SIMD ones equal it bit for bit) */
 void kern_geglu_ref(float *restrict gate, const float *restrict up, const uint16_t *restrict tab, int64_t n);
 
-/* Of n_tok tokens that are columns [first, first + n_tok) of an op llama.cpp runs on N
- * columns of an n_in x n_out weight, how many leading ones take matmul_grp: float weights
- * (F32/F16/BF16) all of them when N >= 2 and n_in % 8 == 0 (tinyBLAS; one column:
- * ggml_vec_dot); Q4_K the columns below N - N % 4 (its repacked 4-column gemm; the rest its
- * gemv); IQ4_XS all of them when N >= 8 and n_out % 8 == 0 (the IQ panel gemm, iqp.cpp);
- * other types none. */
+/* Whether column col of an op llama.cpp runs on N columns of an n_in x n_out weight takes
+ * matmul_grp's float order: float weights (F32/F16/BF16) every column when N >= 2,
+ * n_in % 8 == 0 and n_out % 4 == 0 (tinyBLAS, sgemm.cpp tinyBLAS::matmul; else and for one
+ * column: ggml_vec_dot); Q4_K the columns below N - N % 4 (its
+ * repacked 4-column gemm; the rest its gemv); IQ4_XS every column when N >= 8 and
+ * n_out % 8 == 0 (the IQ panel gemm, iqp.cpp); other types none. A column's result depends
+ * only on its own order, so any subset of columns may be computed together. */
+static inline int kern_grp_col(uint32_t type, int64_t N, int64_t col, int64_t n_in, int64_t n_out) {
+    if (type == G4_TYPE_F32 || type == G4_TYPE_F16 || type == G4_TYPE_BF16) return N >= 2 && n_in % 8 == 0 && n_out % 4 == 0;
+    if (type == G4_TYPE_IQ4_XS) return N >= 8 && n_out % 8 == 0;
+    if (type == G4_TYPE_Q4_K) return col < N - N % 4;
+    return 0;
+}
+
+/* Of n_tok tokens that are columns [first, first + n_tok) of such an op, how many leading
+ * ones take matmul_grp (kern_grp_col is monotone: grouped columns come first). */
 static inline int kern_grp_count(uint32_t type, int64_t N, int64_t first, int n_tok, int64_t n_in, int64_t n_out) {
-    int64_t g;
-    if (type == G4_TYPE_F32 || type == G4_TYPE_F16 || type == G4_TYPE_BF16)
-        g = (N >= 2 && n_in % 8 == 0) ? n_tok : 0;
-    else if (type == G4_TYPE_IQ4_XS)
-        g = (N >= 8 && n_out % 8 == 0) ? n_tok : 0;
-    else if (type == G4_TYPE_Q4_K)
-        g = N - N % 4 - first;
-    else
-        g = 0;
-    return (int)(g < 0 ? 0 : g > n_tok ? n_tok : g);
+    int k = 0;
+    while (k < n_tok && kern_grp_col(type, N, first + k, n_in, n_out)) k++;
+    return k;
 }
 
 /* Bytes of one activation row of n elements in dot type dt (F32 4n, F16/BF16 2n, Q8_0 34n/32,
