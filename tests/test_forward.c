@@ -1,8 +1,10 @@
 /* test_forward.c - the forward pass and the session against themselves (no node needed;
- * the llama.cpp comparison is tests/sh/oracle_forward.sh):
- *   - prompt in one chunk vs chunks of 1, 5, 16 tokens (sliding rings wrap) vs one token per
- *     eval (decode path): same greedy tokens, same logits;
- *   - 1 vs 2 threads;
+ * the llama.cpp comparison is tests/sh/oracle_forward.sh). On every kernel table:
+ *   - prompt in one chunk vs ubatches of 1, 5, 16 tokens (sliding rings wrap), and 1 vs 2
+ *     threads: the same logits bit for bit at every greedy step, the same tokens;
+ *   - prompt in evals of 7 tokens, or one token per eval (decode path), which change the
+ *     float order as in llama.cpp: teacher-forced with the reference's tokens, every step's
+ *     logits within the order bound, the same greedy token except at near-ties;
  *   - the KV-shared prefill skip (logits of the last row only) vs logits_all, and every
  *     logits_ith row vs a fresh session on that prefix;
  *   - F16 and Q8_0 caches close to F32;
@@ -11,6 +13,7 @@
  *   - the same schedules on mixture-of-experts models (test_moe.c has the MoE block itself).
  * Models come from testgen (random, well conditioned), opened from memory.
  */
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,9 +87,28 @@ static int32_t argmax(const float *x, int32_t n) {
     return b;
 }
 
-/* Prompt fed in pieces of `piece` tokens per eval (0 = all at once), then n_gen greedy steps.
- * Writes the prompt's last logits to last[n_vocab] and the tokens to gen. */
-static int run(g4_session *s, int piece, int n_gen, float *last, int32_t *gen) {
+/* the reference's top-1 minus top-2 logit */
+static double top_margin(const float *x, int32_t n) {
+    const int32_t b = argmax(x, n);
+    double second = -INFINITY;
+    for (int32_t i = 0; i < n; i++) if (i != b && (double)x[i] > second) second = (double)x[i];
+    return (double)x[b] - second;
+}
+
+static double rms(const float *x, int32_t n) {
+    double s = 0;
+    for (int32_t i = 0; i < n; i++) s += (double)x[i] * (double)x[i];
+    return sqrt(s / (double)n);
+}
+
+#define N_GEN 8
+
+/* Prompt fed in pieces of `piece` tokens per eval (0 = all at once), then n_gen - 1 decode
+ * steps of one token. force = NULL: greedy, tokens to gen[n_gen]. force = the reference's
+ * tokens: teacher-forced (step i feeds force[i] whatever this run's argmax was, so every
+ * step's logits stay comparable with the reference's), gen[] still gets this run's argmax.
+ * Writes every step's logits to lg[n_gen][n_vocab] (step 0: the prompt's last row). */
+static int run(g4_session *s, int piece, int n_gen, const int32_t *force, float *lg, int32_t *gen) {
     const int32_t V = g4_model_n_vocab(s->m);
     for (int off = 0; off < N_PROMPT;) {
         int n = piece ? piece : N_PROMPT;
@@ -94,18 +116,50 @@ static int run(g4_session *s, int piece, int n_gen, float *last, int32_t *gen) {
         if (g4_session_eval(s, PROMPT + off, (size_t)n) != G4_OK) return 0;
         off += n;
     }
-    memcpy(last, g4_session_logits(s), (size_t)V * sizeof(float));
-    int32_t tok = argmax(last, V);
     for (int i = 0; i < n_gen; i++) {
-        gen[i] = tok;
+        float *l = lg + (size_t)i * (size_t)V;
+        memcpy(l, g4_session_logits(s), (size_t)V * sizeof(float));
+        gen[i] = argmax(l, V);
         if (i + 1 == n_gen) break;
+        const int32_t tok = force ? force[i] : gen[i];
         if (g4_session_eval(s, &tok, 1) != G4_OK) return 0;
-        tok = argmax(g4_session_logits(s), V);
     }
     return 1;
 }
 
-#define N_GEN 8
+/* Another float order (tol > 0), at every step: logits within NMSE tol of the reference's,
+ * and the same greedy token unless the reference's top-1/top-2 margin is a near-tie, one this
+ * step's order noise can flip. The noise is measured: d = got - ref has rms sqrt(e) rms(ref)
+ * (e = this step's NMSE, itself bounded by tol), a difference of two logits' errors about
+ * sqrt(2) times that; a margin above TIE_SIGMAS such deviations (plus a few ulps of the top
+ * logit, for noise of a handful of last bits) is no order effect, so a different token there
+ * is a bug (e.g. a few logits far off while the NMSE stays small). Where both orders agree
+ * (d = 0) every token must match. Measured on the test models: the top candidates' errors
+ * stay within 4.2 deviations. tol = 0 (a promise: chunking, threads): every logit and every
+ * token equal. */
+#define TIE_SIGMAS 8.0
+static void compare_steps(const char *name, const char *what, const float *ref, const int32_t *gref,
+                          const float *got, const int32_t *ggot, int32_t V, double tol) {
+    for (int i = 0; i < N_GEN; i++) {
+        const float *r = ref + (size_t)i * (size_t)V, *g = got + (size_t)i * (size_t)V;
+        const double e = t_nmse(r, g, (size_t)V);
+        if (tol == 0) {
+            T_CHECKF(!memcmp(r, g, (size_t)V * sizeof(float)), "%s / %s: step %d logits differ (NMSE %.3g)",
+                     name, what, i, e);
+            T_CHECKF(gref[i] == ggot[i], "%s / %s: step %d greedy token %d, reference %d", name, what, i, ggot[i], gref[i]);
+            continue;
+        }
+        T_CHECKF(e <= tol, "%s / %s: step %d NMSE %.3g vs one chunk", name, what, i, e);
+        const double top = (double)r[gref[i]], margin = top_margin(r, V);
+        const double tie = TIE_SIGMAS * sqrt(2.0 * e) * rms(r, V) + 8.0 * (double)FLT_EPSILON * fabs(top);
+        if (getenv("G4_TEST_VERBOSE"))
+            fprintf(stderr, "    %s / %s: step %d NMSE %.3g, margin %.4g, near-tie below %.4g: tokens %d %d\n", name,
+                    what, i, e, margin, tie, gref[i], ggot[i]);
+        if (margin <= tie) continue; /* a near-tie: either token is legitimate */
+        T_CHECKF(gref[i] == ggot[i], "%s / %s: step %d greedy token %d, reference %d (margin %.3g, near-tie below %.3g)",
+                 name, what, i, ggot[i], gref[i], margin, tie);
+    }
+}
 
 /* reference run (one chunk) vs other schedules on one model */
 static void check_schedules(const char *name, const g4_testgen_opts *o, int full) {
@@ -113,18 +167,19 @@ static void check_schedules(const char *name, const g4_testgen_opts *o, int full
     if (!tm_open(&t1, o, 1)) { T_CHECKF(0, "%s: open", name); return; }
     if (!tm_open_buf(&t2, t1.buf, t1.len, 0, 2)) { T_CHECKF(0, "%s: open 2 threads", name); tm_close(&t1); return; }
     const int32_t V = g4_model_n_vocab(t1.m);
-    float *ref = malloc((size_t)V * sizeof(float) * 2), *got = ref + V;
+    float *ref = malloc((size_t)V * sizeof(float) * 2 * N_GEN), *got = ref + (size_t)V * N_GEN;
     int32_t gref[N_GEN], ggot[N_GEN];
 
     g4_session *s = sess(t1.m, 256, 64, G4_CACHE_F32, 0);
-    T_CHECKF(s && run(s, 0, N_GEN, ref, gref), "%s: reference run", name);
+    T_CHECKF(s && run(s, 0, N_GEN, NULL, ref, gref), "%s: reference run", name);
     g4_session_free(s);
 
-    /* Chunking (ubatch) and threads must not change a bit. Splitting the prompt into several
-     * evals changes what llama.cpp would batch, and so (by design, as in llama.cpp) the float
-     * order of its ops: one token takes ggml's one-column vec_dot order, two or more its
-     * tinyBLAS / 4-column gemm order (kern.h kern_grp_count). Those schedules get f32-order
-     * bounds: 1e-5 for float weights, 1e-2 where an activation rounding may flip. */
+    /* Chunking (ubatch) and threads must not change a bit, on every table. Splitting the
+     * prompt into several evals changes what llama.cpp would batch, and so (by design, as in
+     * llama.cpp) the float order of its ops: one token takes ggml's one-column vec_dot order,
+     * two or more its tinyBLAS / 4-column gemm order (kern.h kern_grp_count). Those schedules
+     * get f32-order bounds: 1e-5 for float weights, 1e-2 where an activation rounding may flip,
+     * and are teacher-forced with the reference's tokens (compare_steps). */
     const int quantized_w = o->wtype && o->wtype != G4_TYPE_F32 && o->wtype != G4_TYPE_F16;
     const double tol_order = quantized_w ? 1e-2 : 1e-5;
     struct { const char *what; g4_model *m; int ub, piece; } cases[] = {
@@ -139,14 +194,11 @@ static void check_schedules(const char *name, const g4_testgen_opts *o, int full
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (!full && i != 1 && i != 4 && i != 6) continue; /* quantized (slow reference kernels): a subset */
         s = sess(cases[i].m, 256, cases[i].ub, G4_CACHE_F32, 0);
-        int ok = s && run(s, cases[i].piece, N_GEN, got, ggot);
+        int ok = s && run(s, cases[i].piece, N_GEN, cases[i].piece ? gref : NULL, got, ggot);
         T_CHECKF(ok, "%s / %s: run", name, cases[i].what);
         g4_session_free(s);
         if (!ok) continue;
-        double e = t_nmse(ref, got, (size_t)V);
-        const double tol = cases[i].piece ? tol_order : 1e-10;
-        T_CHECKF(e <= tol, "%s / %s: NMSE %.3g vs one chunk", name, cases[i].what, e);
-        T_CHECKF(!memcmp(gref, ggot, sizeof gref), "%s / %s: greedy tokens differ", name, cases[i].what);
+        compare_steps(name, cases[i].what, ref, gref, got, ggot, V, cases[i].piece ? tol_order : 0);
     }
 
     /* logits_all (every layer on every row) vs the KV-shared skip */
@@ -186,7 +238,7 @@ static void check_schedules(const char *name, const g4_testgen_opts *o, int full
          * discontinuous change (NMSE 0.3 seen), not rounding noise: nothing to bound */
         if (o->n_expert && caches[i].type == G4_CACHE_Q8_0) continue;
         s = sess(t1.m, 256, 16, caches[i].type, 0);
-        int ok = s && run(s, 0, 1, got, ggot);
+        int ok = s && run(s, 0, 1, NULL, got, ggot);
         T_CHECKF(ok, "%s: cache %s run", name, caches[i].what);
         if (ok) {
             double e = t_nmse(ref, got, (size_t)V);
@@ -344,10 +396,10 @@ static void check_scales(void) {
             T_CHECK(b.m->layers[0].scale_q == 1.0f);
             const int32_t V = g4_model_n_vocab(a.m);
             g4_session *sa = sess(a.m, 128, 16, G4_CACHE_F32, 0), *sb = sess(b.m, 128, 16, G4_CACHE_F32, 0);
-            float *la_ = malloc((size_t)V * sizeof(float) * 2), *lb_ = la_ + V;
+            float *la_ = malloc((size_t)V * sizeof(float) * 2 * N_GEN), *lb_ = la_ + (size_t)V * N_GEN;
             int32_t ga[N_GEN], gb[N_GEN];
-            T_CHECK(sa && sb && run(sa, 0, N_GEN, la_, ga) && run(sb, 0, N_GEN, lb_, gb));
-            T_CHECKF(t_nmse(lb_, la_, (size_t)V) == 0, ".scale vs scaled weights: NMSE %.3g", t_nmse(lb_, la_, (size_t)V));
+            T_CHECK(sa && sb && run(sa, 0, N_GEN, NULL, la_, ga) && run(sb, 0, N_GEN, NULL, lb_, gb));
+            T_CHECKF(t_nmse(lb_, la_, (size_t)V * N_GEN) == 0, ".scale vs scaled weights: NMSE %.3g", t_nmse(lb_, la_, (size_t)V * N_GEN));
             T_CHECK(!memcmp(ga, gb, sizeof ga));
             free(la_);
             g4_session_free(sa);

@@ -6,7 +6,7 @@
  *   (-q: quick, small shapes; -T q4_K,q6_K: only these weight types; -S LM: only shapes whose
  *   label contains this; -1: matvec on 1 thread only, no 2-thread runs, no GEMM; -H: matvec
  *   weights in transparent huge pages (madvise), to compare with 4 KiB pages; -D: only the
- *   DRAM read rate, for scripts/bench_vs_llama.sh)
+ *   DRAM read rates, 1 and 2 threads, for scripts/bench_vs_llama.sh)
  *
  * Shapes are ggml order n_in x n_out (ffn_gate/up 1536x6144, ffn_down 6144x1536, layers
  * 15-34 gate/up 1536x12288, LM head 1536x262144). Weights are random blocks (random bytes,
@@ -81,20 +81,34 @@ __attribute__((target("avx512f"))) static uint64_t sum_avx512(const uint8_t *p, 
     return (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
 }
 
-static double dram_read_gbs(int reps, size_t bytes, double *best) {
+typedef struct dram_job { const uint8_t *buf; int z; uint64_t sink[8]; } dram_job;
+
+static void dram_task(void *ctx, int64_t i0, int64_t i1, int thread) { /* items: 1 MiB spans */
+    dram_job *j = ctx;
+    const size_t mib = (size_t)1 << 20;
+    const uint8_t *p = j->buf + (size_t)i0 * mib;
+    const size_t n = (size_t)(i1 - i0) * mib;
+    j->sink[thread & 7] += j->z ? sum_avx512(p, n) : sum_avx2(p, n);
+}
+
+/* read rate of `bytes` (a multiple of 1 MiB) by the pool's threads (NULL: the caller alone),
+ * 1 MiB spans claimed from the pool's counter; median of reps passes after one warm-up */
+static double dram_read_gbs(g4_pool *pool, int reps, size_t bytes, double *best) {
     uint8_t *buf = aligned_alloc(4096, bytes);
     *best = 0;
     if (!buf) return 0;
     for (size_t i = 0; i < bytes; i += 8) { uint64_t v = i * 0x9e37u; memcpy(buf + i, &v, 8); }
-    const int z = __builtin_cpu_supports("avx512f");
+    dram_job j = { buf, __builtin_cpu_supports("avx512f"), { 0 } };
+    const int64_t spans = (int64_t)(bytes >> 20);
     double t[32];
-    volatile uint64_t sink = 0;
     for (int r = 0; r <= reps; r++) {
         const double t0 = now_s();
-        sink += z ? sum_avx512(buf, bytes) : sum_avx2(buf, bytes);
+        if (pool) pool_for(pool, spans, 4, dram_task, &j);
+        else dram_task(&j, 0, spans, 0);
         __asm__ volatile("" ::: "memory"); /* compiler barrier between passes */
         if (r) t[r - 1] = (double)bytes / (now_s() - t0) * 1e-9;
     }
+    volatile uint64_t sink = j.sink[0] + j.sink[1];
     (void)sink;
     free(buf);
     const double med = median(t, reps);
@@ -293,11 +307,19 @@ int main(int argc, char **argv) {
     if (batched) { bench_batched(k, reps, types); return 0; }
     printf("kernel set: %s, reps %d (medians)\n", k->name, reps);
     double bw_best = 0;
-    const double bw = dram_read_gbs(reps, quick ? (size_t)256 << 20 : (size_t)1 << 30, &bw_best);
+    const size_t dram_bytes = quick ? (size_t)256 << 20 : (size_t)1 << 30;
+    const double bw = dram_read_gbs(NULL, reps, dram_bytes, &bw_best);
     printf("DRAM read, 1 thread (%s load-sum over %s): %.1f GB/s median, %.1f best\n",
            __builtin_cpu_supports("avx512f") ? "zmm" : "ymm", quick ? "256 MiB" : "1 GiB", bw, bw_best);
+    if (dram_only) { /* the 2-thread rate too: the 2-thread decode ceiling */
+        double bw2_best = 0;
+        const double bw2 = dram_read_gbs(pool2, reps, dram_bytes, &bw2_best);
+        printf("DRAM read, 2 threads (%s load-sum over %s): %.1f GB/s median, %.1f best\n",
+               __builtin_cpu_supports("avx512f") ? "zmm" : "ymm", quick ? "256 MiB" : "1 GiB", bw2, bw2_best);
+        pool_free(pool2);
+        return 0;
+    }
     printf("(noisy host? 'best' = fastest run; %% figures use medians)\n");
-    if (dram_only) { pool_free(pool2); return 0; }
 
     static const struct { int64_t n_in, n_out; const char *what; } SH[] = {
         { 1536, 6144, "ffn_gate/up" }, { 6144, 1536, "ffn_down" }, { 1536, 12288, "ffn_gate/up 15-34" },

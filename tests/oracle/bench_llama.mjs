@@ -5,9 +5,8 @@
 // (prompt eval / eval time), which exclude Node's overhead: the fair number for llama.cpp.
 // Prints a JSON array shaped like `g4 bench -o json`. Run it as a file.
 //   node tests/oracle/bench_llama.mjs -m MODEL [-t 1,2] [-p 256] [-n 64] [-r 3]
-import {createRequire} from "node:module";
-import path from "node:path";
 import process from "node:process";
+import {loadLlama} from "./llama_load.mjs";
 
 const a = {model: null, threads: [1], p: 256, n: 64, r: 3};
 for (let i = 2; i < process.argv.length; i++) {
@@ -20,11 +19,8 @@ for (let i = 2; i < process.argv.length; i++) {
     else { console.error("bench_llama: unknown argument " + k); process.exit(2); }
 }
 if (!a.model) { console.error("bench_llama: -m MODEL is required"); process.exit(2); }
-const req = createRequire(path.join(path.dirname(new URL(import.meta.url).pathname), "package.json"));
-const {getLlama, LlamaLogLevel} = await import(req.resolve("node-llama-cpp"));
 const perf = [];
-const llama = await getLlama({gpu: false, build: "never", usePrebuiltBinaries: true, skipDownload: true,
-    progressLogs: false, maxThreads: 0, logLevel: LlamaLogLevel.info,
+const {llama, cpuBackend} = await loadLlama({maxThreads: 0, logLevel: "info",
     logger(level, msg) { if (/eval time/.test(msg)) perf.push(msg.trim()); }});
 const model = await llama.loadModel({modelPath: a.model, gpuLayers: 0});
 const nVocab = model.tokens?.trainedVocabularySize ?? 262144;
@@ -74,7 +70,7 @@ for (const t of a.threads) {
         for (let r = 0; r < a.r; r++) s.push(await once(t, kind));
         const avg = s.reduce((x, y) => x + y, 0) / s.length;
         const sd = Math.sqrt(s.reduce((x, y) => x + (y - avg) ** 2, 0) / Math.max(1, s.length - 1));
-        out.push({engine: "llama.cpp v0.5.0", n_prompt: kind === "pp" ? a.p : 0, n_gen: kind === "tg" ? a.n : 0,
+        out.push({engine: "llama.cpp v0.5.0 npm prebuilt", cpu_backend: cpuBackend, n_prompt: kind === "pp" ? a.p : 0, n_gen: kind === "tg" ? a.n : 0,
             n_threads: t, avg_ts: avg, stddev_ts: sd, samples_ts: s});
     }
 }

@@ -27,10 +27,11 @@
 //
 // Defaults are the tight-comparison settings of shared/docs/oracle.md §5: flash attention
 // off, exact thread count (1), one sequence, F32 KV cache unless --kv says otherwise.
-import {createRequire} from "node:module";
+// The packages come from $G4_ORACLE_MODULES when set (a pinned CPU variant, see
+// tests/oracle/llama_load.mjs); stderr gets "oracle: llama.cpp CPU backend <library>".
 import fs from "node:fs";
-import path from "node:path";
 import process from "node:process";
+import {loadLlama} from "./llama_load.mjs";
 
 function die(msg) { process.stderr.write("oracle: " + msg + "\n"); process.exit(2); }
 
@@ -82,19 +83,8 @@ function dense(map, nVocab) {
 }
 
 async function initLlama(verbose) {
-    const here = path.dirname(new URL(import.meta.url).pathname);
-    const req = createRequire(path.join(here, "package.json"));
-    let modPath;
-    try { modPath = req.resolve("node-llama-cpp"); } catch { die("node-llama-cpp is not installed in " + here); }
-    const {getLlama, LlamaLogLevel} = await import(modPath);
-    return getLlama({
-        gpu: false, build: "never", usePrebuiltBinaries: true, skipDownload: true, progressLogs: false,
-        maxThreads: 0, logLevel: verbose ? LlamaLogLevel.debug : LlamaLogLevel.error,
-        logger(level, message) {
-            if (verbose || level === "error" || level === "fatal")
-                process.stderr.write("[llama] " + message + (message.endsWith("\n") ? "" : "\n"));
-        },
-    });
+    try { return (await loadLlama({verbose, maxThreads: 0})).llama; } // 0 = no cap; the context sets the count
+    catch (e) { die(e.message); }
 }
 
 async function run(argv, llamaIn) {

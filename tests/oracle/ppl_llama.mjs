@@ -7,11 +7,11 @@
 //   [1]x,[2]y,...
 //   Final estimate: PPL = x +/- y
 // KV cache F32 and flash attention off (oracle.md §5), exact thread count. Run it as a file.
+// $G4_ORACLE_MODULES selects a pinned CPU variant (tests/oracle/llama_load.mjs).
 //   node tests/oracle/ppl_llama.mjs -m MODEL -f TEXT [-c 512] [--chunks N] [-t 1]
-import {createRequire} from "node:module";
 import fs from "node:fs";
-import path from "node:path";
 import process from "node:process";
+import {loadLlama} from "./llama_load.mjs";
 
 const a = {model: null, file: null, c: 512, chunks: -1, threads: 1};
 for (let i = 2; i < process.argv.length; i++) {
@@ -24,10 +24,7 @@ for (let i = 2; i < process.argv.length; i++) {
     else { console.error("ppl_llama: unknown argument " + k); process.exit(2); }
 }
 if (!a.model || !a.file) { console.error("ppl_llama: -m MODEL and -f TEXT are required"); process.exit(2); }
-const req = createRequire(path.join(path.dirname(new URL(import.meta.url).pathname), "package.json"));
-const {getLlama, LlamaLogLevel} = await import(req.resolve("node-llama-cpp"));
-const llama = await getLlama({gpu: false, build: "never", usePrebuiltBinaries: true, skipDownload: true,
-    progressLogs: false, maxThreads: 0, logLevel: LlamaLogLevel.error, logger() {}});
+const {llama} = await loadLlama({maxThreads: 0, logger() {}}); // stderr: the CPU library llama.cpp loaded
 const model = await llama.loadModel({modelPath: a.model, gpuLayers: 0});
 const text = fs.readFileSync(a.file, "utf8");
 let tokens = Array.from(model.tokenize(text, false));

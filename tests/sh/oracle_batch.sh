@@ -13,19 +13,30 @@
 # experts models (26B-A4B layout). Then single-sequence
 # decode steps over the model variants of oracle_forward.sh (every weight type, the Q4_K_M
 # mix tied and untied, F32/F16 KV, several seeds), also gated at NMSE 0 and equal tokens.
-# Needs node-llama-cpp (make test-deps), git, an x86-64 CPU with AVX2; else "skipped".
-# Env: B, KEEP=1, VERBOSE=1, G4_SANITIZED=1 (fewer decode cases).
+# The pair it gates on is named and pinned on every host (tests/sh/oracle_pin.inc): g4's avx2
+# table (G4_ISA=avx2) against llama.cpp's haswell CPU library, loaded by name (llama.cpp's log
+# must say it loaded that library). Where the default pair differs (an AVX-512 host: g4's
+# avx512 table, llama.cpp's zen4 or skylakex ... library) the same schedules run on that pair
+# too, with g4's default chunking only, and are reported without gating (not yet exact: issue
+# 12 part 2); not under the sanitizers.
+# Stdout: "pair: ..." (the gated result), maybe "report: ...", then "N passed, M failed".
+# Needs node-llama-cpp (make test-deps), git, an x86-64 CPU with AVX2, FMA, F16C, BMI2; else
+# "skipped".
+# Env: B, KEEP=1, VERBOSE=1, G4_SANITIZED=1 (fewer decode cases), G4_ORACLE_PAIR="TABLE VARIANT"
+# (see oracle_pin.inc).
 B=${B:-build}
-BINS=tests/oracle/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
-BUNDLE=tests/oracle/node_modules/node-llama-cpp/llama/gitRelease.bundle
+. tests/sh/oracle_pin.inc
+BINS=$ORACLE_LIBDIR
+BUNDLE=$ORACLE_NM/node-llama-cpp/llama/gitRelease.bundle
 SRC=${LLAMA_SRC:-$B/llama-src}
 skip() { echo "oracle_batch: skipped ($1)"; echo "0 passed, 0 failed"; exit 0; }
 [ -f "$BINS/libllama.v0.5.0.so" ] && [ -f "$BUNDLE" ] || skip "no node-llama-cpp; run make test-deps"
 command -v git >/dev/null 2>&1 || skip "no git"
 command -v node >/dev/null 2>&1 || skip "no node"
 case "$(${CC:-cc} -dumpmachine 2>/dev/null)" in x86_64*|amd64*) ;; *) skip "not x86-64";; esac
-grep -qw avx2 /proc/cpuinfo 2>/dev/null || skip "no AVX2"
-[ -x "$B/g4-batchrun" ] && [ -x "$B/g4-mkmodel" ] || { echo "oracle_batch: $B/g4-batchrun or g4-mkmodel missing (run make)"; echo "0 passed, 1 failed"; exit 1; }
+oracle_pin_cpu || skip "the pinned pair g4 avx2 / llama.cpp haswell needs x86-64 with AVX2, FMA, F16C, BMI2"
+[ -x "$B/g4-batchrun" ] && [ -x "$B/g4-mkmodel" ] && [ -x "$B/g4-oracle-pair" ] || {
+    echo "oracle_batch: $B/g4-batchrun, g4-mkmodel or g4-oracle-pair missing (run make)"; echo "0 passed, 1 failed"; exit 1; }
 
 # llama.h and the ggml headers, from a clone of the bundle (shared with tok_lib.inc)
 if [ ! -f "$SRC/include/llama.h" ] || [ ! -f "$SRC/ggml/include/ggml.h" ]; then
@@ -49,8 +60,18 @@ tmp=$(mktemp -d)
 [ -z "$KEEP" ] && trap 'rm -rf "$tmp"' EXIT
 pass=0
 fail=0
+rpass=0
+rfail=0
 ok() { pass=$((pass + 1)); [ -n "$VERBOSE" ] && echo "ok   $*"; return 0; }
 bad() { fail=$((fail + 1)); echo "FAIL $*" >&2; }
+# the default pair's results: counted and printed, never failing the test
+rok() { rpass=$((rpass + 1)); [ -n "$VERBOSE" ] && echo "ok   (default pair) $*" >&2; return 0; }
+rbad() { rfail=$((rfail + 1)); echo "differs (default pair, not gated) $*" >&2; }
+oracle_default_pair
+REPORT=0
+oracle_default_differs && [ "$DEF_LL" != - ] && [ -z "$G4_SANITIZED" ] && REPORT=1
+PIN_LIB=libggml-cpu-haswell.so
+PIN_SEEN=0
 
 # Three sequences: prompts of 20, 3 and 12 tokens (window 8: the rings wrap), 6 steps
 # together, then uneven chunks (2, 1 and 3 tokens: three ubatches in llama.cpp), 4 steps of
@@ -84,22 +105,34 @@ run() {
     if [ -n "$ONE" ] && [ -n "$G4_SANITIZED" ]; then case " $QUICK " in *" $name "*) ;; *) return 0 ;; esac; fi
     m=$tmp/$name.gguf
     [ -f "$m" ] || "$B/g4-mkmodel" "$m" "$@" >/dev/null 2>"$tmp/$name.mk.err" || { bad "$name: g4-mkmodel $*"; return; }
-    "$LB" "$BINS/libggml-cpu-haswell.so" "$m" "$tmp/$sch" "$tmp/$name.$sch.$kv.ref.f32" --kv "$kv" \
-        >"$tmp/$name.$sch.$kv.ref.ids" 2>"$tmp/$name.$sch.$kv.ref.err" || {
-        bad "$name $sch kv $kv: llama.cpp failed: $(tail -n 1 "$tmp/$name.$sch.$kv.ref.err")"; return; }
+    run_pair pin "$PIN_LIB" avx2 ok bad
+    [ "$REPORT" = 1 ] && run_pair def "libggml-cpu-$DEF_LL.so" "$DEF_G4" rok rbad
+    return 0
+}
+# run_pair pin|def LIB ISA OK BAD: llama.cpp on LIB, g4 on table ISA (pin: three chunkings, the
+# library llama.cpp loaded checked once; def: g4's default chunking only)
+run_pair() {
+    r=$tmp/$name.$sch.$kv.$1
+    "$LB" "$BINS/$2" "$m" "$tmp/$sch" "$r.ref.f32" --kv "$kv" >"$r.ref.ids" 2>"$r.ref.err" || {
+        $5 "$name $sch kv $kv: llama.cpp ($2) failed: $(tail -n 1 "$r.ref.err")"; return; }
+    if [ "$1" = pin ] && [ "$PIN_SEEN" = 0 ]; then
+        PIN_SEEN=1
+        if grep -q "loaded CPU backend from .*/$PIN_LIB\$" "$r.ref.err"; then ok "llama.cpp pinned to haswell"
+        else bad "the pinned llama.cpp did not log loading $PIN_LIB: $(grep 'loaded .* backend' "$r.ref.err" | head -n 1)"; fi
+    fi
     for opt in "" "-ub 3 --out 1 --sub 2" "-ub 16 --out 2 -t 2"; do
         # shellcheck disable=SC2086
-        if ! G4_ISA=avx2 "$B/g4-batchrun" -m "$m" -s "$tmp/$sch" -o "$tmp/g4.f32" --kv "$kv" $opt >"$tmp/g4.ids" 2>"$tmp/g4.err"; then
-            bad "$name $sch kv $kv [$opt]: g4-batchrun failed: $(tail -n 1 "$tmp/g4.err")"; continue
+        if ! G4_ISA=$3 "$B/g4-batchrun" -m "$m" -s "$tmp/$sch" -o "$tmp/g4.f32" --kv "$kv" $opt >"$tmp/g4.ids" 2>"$tmp/g4.err"; then
+            $5 "$name $sch kv $kv [$opt]: g4-batchrun ($3) failed: $(tail -n 1 "$tmp/g4.err")"; continue
         fi
-        if cmp -s "$tmp/$name.$sch.$kv.ref.ids" "$tmp/g4.ids"; then ok "$name $sch kv $kv [$opt] tokens"
-        else bad "$name $sch kv $kv [$opt]: tokens differ: llama.cpp $(tr '\n' '|' <"$tmp/$name.$sch.$kv.ref.ids") g4 $(tr '\n' '|' <"$tmp/g4.ids")"; fi
-        line=$(node tests/oracle/oracle.mjs cmp "$tmp/$name.$sch.$kv.ref.f32" "$tmp/g4.f32")
+        if cmp -s "$r.ref.ids" "$tmp/g4.ids"; then $4 "$name $sch kv $kv [$opt] tokens"
+        else $5 "$name $sch kv $kv [$opt]: tokens differ: llama.cpp $(tr '\n' '|' <"$r.ref.ids") g4 $(tr '\n' '|' <"$tmp/g4.ids")"; fi
+        line=$(node tests/oracle/oracle.mjs cmp "$r.ref.f32" "$tmp/g4.f32")
         nmse=$(printf '%s\n' "$line" | sed -E 's/^nmse=([^ ]+).*/\1/')
-        [ -n "$VERBOSE" ] && echo "oracle_batch: $name $sch kv $kv [$opt]: $line" >&2
-        if [ "$nmse" = "0.000e+0" ]; then ok "$name $sch kv $kv [$opt] nmse"
-        else bad "$name $sch kv $kv [$opt]: logits NMSE $nmse over all outputs, expected 0"; fi
-        [ -n "$ONE" ] && break
+        [ -n "$VERBOSE" ] && echo "oracle_batch: $1 $name $sch kv $kv [$opt]: $line" >&2
+        if [ "$nmse" = "0.000e+0" ]; then $4 "$name $sch kv $kv [$opt] nmse"
+        else $5 "$name $sch kv $kv [$opt]: logits NMSE $nmse over all outputs, expected 0"; fi
+        if [ -n "$ONE" ] || [ "$1" = def ]; then break; fi
     done
 }
 run f32      f32 s3
@@ -189,5 +222,11 @@ run shared_kv_t f32 d1 --shared-kv-tensors
 run no_scale    f32 d1 --no-layer-scale --softcap 0
 ONE=
 
+echo "pair: g4 avx2 / llama.cpp $PIN_LIB (loaded by name): $pass passed, $fail failed"
+if [ "$REPORT" = 1 ]; then
+    echo "report: default pair g4 $DEF_G4 / llama.cpp libggml-cpu-$DEF_LL.so, not gated (not yet exact: issue 12 part 2): $rpass of $((rpass + rfail)) checks agree"
+elif oracle_default_differs; then
+    echo "report: default pair g4 $DEF_G4 / llama.cpp $DEF_LL not run (under the sanitizers, or no variant found)"
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,6 +1,13 @@
 #!/bin/sh
 # oracle_forward.sh - the forward pass against llama.cpp v0.5.0 (node-llama-cpp 3.22.1, CPU).
 #
+# The pair it gates on is named and pinned on every host (tests/sh/oracle_pin.inc): g4's AVX2
+# table (G4_ISA=avx2) against llama.cpp's haswell CPU library (node-llama-cpp run over a view of
+# its binaries folder without the higher variants; the script checks from llama.cpp's log that
+# haswell is what loaded). Where the default pair differs (an AVX-512 host: g4's avx512 table,
+# llama.cpp's zen4 or skylakex ... library), it runs that pair too and reports it without
+# gating (not yet exact: issue 12 part 2); not under the sanitizers.
+#
 # For each random Gemma 4 model variant (build/g4-mkmodel: weight types and random draws, no PLE, untied head,
 # GQA arrays, K = V, shared layers with unused K/V tensors, no sharing, no layer scale, no
 # soft-cap) it runs the same prompt of ids through llama.cpp (tests/oracle/oracle.mjs: one
@@ -17,10 +24,14 @@
 #     1e-4 .. 4e-3. For scale, llama.cpp against itself on the q4_k model with other seeds:
 #     prompt as one batch vs token by token NMSE 1.4e-3 .. 2.3e-3 (its repacked gemm vs gemv).
 # KV cache F32 on both sides unless the case says f16 (both sides F16).
-# Without tests/oracle/node_modules (make test-deps) it prints "skipped".
+# Stdout: a "pair: ..." line with the gated result, a "report: ..." line for the default pair
+# where it runs, then "N passed, M failed" (the pinned pair's checks).
+# Without tests/oracle/node_modules (make test-deps), or on a CPU that cannot run the pinned pair
+# (x86-64 with AVX2, FMA, F16C, BMI2), it prints "skipped".
 # Env: B (build dir), G4 (g4 binary), KEEP=1 keeps the temp dir, VERBOSE=1 prints every result,
 # G4_ORACLE_BIG=1 adds 26B-A4B- and 31B-shaped cases at full width (2 layers, ~1 GB files each),
-# ONLY=REGEX runs only the cases whose name matches (grep -E),
+# ONLY=REGEX runs only the cases whose name matches (grep -E), G4_ORACLE_PAIR="TABLE VARIANT"
+# (see oracle_pin.inc),
 # G4_ORACLE_E2B=1 adds a slow case (~5 min): E2B dimensions (E 1536, 8 heads, head dims
 # 256/512, window 512, FFN 6144/12288, P 256) with 10 layers, F16 weights, vocab 8192, and a
 # 600-token prompt, so the real window and the 512-dim proportional RoPE are exercised.
@@ -29,13 +40,19 @@ G4=${G4:-$B/g4}
 MK=$B/g4-mkmodel
 ORACLE=tests/oracle/oracle.mjs
 
-if [ ! -d tests/oracle/node_modules/node-llama-cpp ] || ! command -v node >/dev/null 2>&1; then
+. tests/sh/oracle_pin.inc
+if [ ! -d "$ORACLE_NM/node-llama-cpp" ] || ! command -v node >/dev/null 2>&1; then
     echo "oracle_forward: skipped (no node or tests/oracle/node_modules; run make test-deps)"
     echo "0 passed, 0 failed"
     exit 0
 fi
-if [ ! -x "$G4" ] || [ ! -x "$MK" ]; then
-    echo "oracle_forward: $G4 or $MK missing (run make)" >&2
+if ! oracle_pin_cpu; then
+    echo "oracle_forward: skipped (the pinned pair g4 avx2 / llama.cpp haswell needs x86-64 with AVX2, FMA, F16C, BMI2)"
+    echo "0 passed, 0 failed"
+    exit 0
+fi
+if [ ! -x "$G4" ] || [ ! -x "$MK" ] || [ ! -x "$B/g4-oracle-pair" ]; then
+    echo "oracle_forward: $G4, $MK or $B/g4-oracle-pair missing (run make)" >&2
     echo "0 passed, 1 failed"
     exit 1
 fi
@@ -45,8 +62,22 @@ tmp=$(mktemp -d)
 [ -z "$KEEP" ] && trap 'rm -rf "$tmp"' EXIT
 pass=0
 fail=0
+rpass=0
+rfail=0
 ok() { pass=$((pass + 1)); [ -n "$VERBOSE" ] && echo "ok   $*"; return 0; }
 bad() { fail=$((fail + 1)); echo "FAIL $*" >&2; }
+# the default pair's results: counted and printed, never failing the test
+rok() { rpass=$((rpass + 1)); [ -n "$VERBOSE" ] && echo "ok   (default pair) $*" >&2; return 0; }
+rbad() { rfail=$((rfail + 1)); echo "differs (default pair, not gated) $*" >&2; }
+
+if ! oracle_pin_haswell "$tmp/pin"; then
+    echo "FAIL oracle_forward: cannot write the pinned view of $ORACLE_NM in $tmp/pin" >&2
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+oracle_default_pair
+REPORT=0
+oracle_default_differs && [ -z "$G4_SANITIZED" ] && REPORT=1
 
 # 40 ids (window 8, ubatch 16: three chunks, sliding rings wrap several times)
 PROMPT=2,17,33,45,99,100,101,102,103,104,105,106,260,261,300,301,302,303,310,311,320,321,330,331,340,341,350,351,360,361,370,371,380,381,390,391,400,401,410,411
@@ -55,6 +86,7 @@ N=16
 CASES=$tmp/cases
 : >"$CASES"
 : >"$tmp/jobs"
+: >"$tmp/djobs"
 
 # case NAME CLASS KV MKMODEL-ARGS...   (CLASS F: float weights, Q: quantized or BF16)
 # Phase 1 writes the model and queues the llama.cpp job; phase 2 runs every job in one node
@@ -67,8 +99,11 @@ case_add() {
         bad "$name: g4-mkmodel $*: $(tail -n 1 "$tmp/$name.mk.log")"; return
     fi
     echo "$name $cls $kv $*" >>"$CASES"
-    echo "-m $tmp/$name.gguf --ids $(prompt_of "$name") -n $N --kv $kv --fa off -t 1 --ids-out $tmp/$name.ref.ids" \
-         "--logits-out $tmp/$name.ref.f32 --margins-out $tmp/$name.ref.mg $(cat "$tmp/$name.llama" 2>/dev/null)" >>"$tmp/jobs"
+    for r in ref:jobs dref:djobs; do
+        [ "${r%%:*}" = dref ] && [ "$REPORT" = 0 ] && continue
+        echo "-m $tmp/$name.gguf --ids $(prompt_of "$name") -n $N --kv $kv --fa off -t 1 --ids-out $tmp/$name.${r%%:*}.ids" \
+             "--logits-out $tmp/$name.${r%%:*}.f32 --margins-out $tmp/$name.${r%%:*}.mg $(cat "$tmp/$name.llama" 2>/dev/null)" >>"$tmp/${r#*:}"
+    done
 }
 
 # moe_add NAME CLASS KV COVERED [ARGS...]: a mixture-of-experts case on the MoE prompt, which
@@ -87,43 +122,50 @@ moe_add() {
 
 prompt_of() { if [ -f "$tmp/$1.prompt" ]; then cat "$tmp/$1.prompt"; else echo "$PROMPT"; fi; }
 
+# with_isa TABLE CMD...: CMD with G4_ISA=TABLE, or with G4_ISA unset (the default table) if TABLE is ""
+with_isa() { t=$1; shift; if [ -n "$t" ]; then G4_ISA=$t "$@"; else env -u G4_ISA "$@"; fi; }
+
+# case_check PAIR NAME CLASS KV ARGS...: PAIR pin (g4 avx2 against the pinned llama.cpp, .ref
+# files, gated) or def (g4's default table against llama.cpp's default library, .dref, reported)
 case_check() {
-    name=$1 cls=$2 kv=$3
-    shift 3
+    pr=$1 name=$2 cls=$3 kv=$4
+    shift 4
+    if [ "$pr" = pin ]; then sfx=ref isa=avx2 label="g4 avx2 / llama.cpp haswell" good=ok nogood=bad
+    else sfx=dref isa="" label="g4 $DEF_G4 / llama.cpp $DEF_LL" good=rok nogood=rbad; fi
     if [ "$cls" = F ]; then tol=1e-5; else tol=1e-3; fi
-    if [ ! -s "$tmp/$name.ref.ids" ] || [ ! -s "$tmp/$name.ref.f32" ]; then
-        bad "$name: llama.cpp gave no result (see $B/test-oracle_forward.err)"; return
+    if [ ! -s "$tmp/$name.$sfx.ids" ] || [ ! -s "$tmp/$name.$sfx.f32" ]; then
+        $nogood "$name: llama.cpp gave no result (see $B/test-oracle_forward.err)"; return
     fi
     ub=16; [ -f "$tmp/$name.ub" ] && ub=$(cat "$tmp/$name.ub")
-    stats=; [ -f "$tmp/$name.cov" ] && stats=--expert-stats
-    if ! "$G4" run -m "$tmp/$name.gguf" -p "$(prompt_of "$name")" --ids -n $N --temp 0 -t 1 --ubatch "$ub" --cache-type "$kv" \
-            --dump-logits "$tmp/$name.g4.f32" $stats >"$tmp/$name.g4.ids" 2>"$tmp/$name.g4.err"; then
-        bad "$name: g4 run failed: $(tail -n 1 "$tmp/$name.g4.err")"; return
+    stats=; [ -f "$tmp/$name.cov" ] && [ "$pr" = pin ] && stats=--expert-stats
+    if ! with_isa "$isa" "$G4" run -m "$tmp/$name.gguf" -p "$(prompt_of "$name")" --ids -n $N --temp 0 -t 1 --ubatch "$ub" \
+            --cache-type "$kv" --dump-logits "$tmp/$name.$sfx.g4.f32" $stats >"$tmp/$name.$sfx.g4.ids" 2>"$tmp/$name.g4.err"; then
+        $nogood "$name: g4 run failed: $(tail -n 1 "$tmp/$name.g4.err")"; return
     fi
-    if [ -f "$tmp/$name.cov" ]; then # every expert of the covered layers routed by the prompt
+    if [ -n "$stats" ]; then # every expert of the covered layers routed by the prompt
         short=$(awk -v c="$(cat "$tmp/$name.cov")" '/experts: layer/ { l = $5 + 0; sub(":", "", $5);
             if (l < c) { n++; if ($6 != $8) printf "layer %d: %s of %s; ", l, $6, $8 } } END { if (!n) print "no MoE layer reported" }' \
             "$tmp/$name.g4.err")
         if [ -z "$short" ]; then ok "$name expert coverage"; else bad "$name: the prompt leaves experts unused: $short"; fi
     fi
-    ref=$(cat "$tmp/$name.ref.ids"); got=$(cat "$tmp/$name.g4.ids")
+    ref=$(cat "$tmp/$name.$sfx.ids"); got=$(cat "$tmp/$name.$sfx.g4.ids")
     # first differing step (1-based), 0 if none
     k=$(awk -v a="$ref" -v b="$got" 'BEGIN { n = split(a, x, ","); m = split(b, y, ",");
         if (n != m) { print (n < m ? n : m) + 1; exit } for (i = 1; i <= n; i++) if (x[i] != y[i]) { print i; exit } print 0 }')
     agree=$N
-    if [ "$k" -eq 0 ]; then ok "$name tokens"
+    if [ "$k" -eq 0 ]; then $good "$name tokens"
     else
         agree=$((k - 1))
-        mg=$(sed -n "${k}p" "$tmp/$name.ref.mg" | cut -d' ' -f2)
-        bad "$name tokens: llama.cpp $ref, g4 $got (step $k, llama.cpp margin $mg)"
+        mg=$(sed -n "${k}p" "$tmp/$name.$sfx.mg" | cut -d' ' -f2)
+        $nogood "$name tokens ($label): llama.cpp $ref, g4 $got (step $k, llama.cpp margin $mg)"
     fi
-    line=$(node "$ORACLE" cmp "$tmp/$name.ref.f32" "$tmp/$name.g4.f32")
+    line=$(node "$ORACLE" cmp "$tmp/$name.$sfx.f32" "$tmp/$name.$sfx.g4.f32")
     nmse=$(printf '%s\n' "$line" | sed -E 's/^nmse=([^ ]+).*/\1/')
     ovl=$(printf '%s\n' "$line" | sed -E 's/.*top10_overlap=([0-9]+).*/\1/')
-    echo "oracle_forward: $name ($*; kv $kv): $line tokens_agree=$agree/$N" >&2
+    echo "oracle_forward: [$label] $name ($*; kv $kv): $line tokens_agree=$agree/$N" >&2
     if awk -v x="$nmse" -v t="$tol" 'BEGIN { exit !(x + 0 <= t + 0) }' && [ "$cls" = F -o "$ovl" -ge 8 ]; then
-        ok "$name nmse $nmse"
-    else bad "$name: NMSE $nmse > $tol or top-10 overlap $ovl < 8"; fi
+        $good "$name nmse $nmse"
+    else $nogood "$name ($label): NMSE $nmse > $tol or top-10 overlap $ovl < 8"; fi
 }
 
 # quantized rows need n_in % 32 (Q8_0, Q4_0) or % 256 (K-quants) on every matrix
@@ -218,11 +260,31 @@ if [ -n "$G4_ORACLE_E2B" ]; then
     case_add e2b10    F f32 --e2b --layers 10 --shared 5 --vocab 8192 --type f16
 fi
 
-node "$ORACLE" batch "$tmp/jobs" >&2 || echo "oracle_forward: some llama.cpp jobs failed" >&2
+# the pinned pair: llama.cpp over the view, which must have loaded haswell
+G4_ORACLE_MODULES="$tmp/pin" NODE_PRESERVE_SYMLINKS=1 node "$ORACLE" batch "$tmp/jobs" >"$tmp/oracle.out" 2>"$tmp/oracle.err" \
+    || echo "oracle_forward: some llama.cpp jobs failed" >&2
+cat "$tmp/oracle.out" "$tmp/oracle.err" >&2
+loaded=$(sed -n 's/^oracle: llama.cpp CPU backend //p' "$tmp/oracle.err" | head -n 1)
+if [ "$loaded" = libggml-cpu-haswell.so ]; then ok "llama.cpp pinned to haswell"
+else bad "the pinned llama.cpp loaded '${loaded:-nothing}', not libggml-cpu-haswell.so"; fi
 while read -r line; do
     # shellcheck disable=SC2086
-    case_check $line
+    case_check pin $line
 done <"$CASES"
+echo "pair: g4 avx2 / llama.cpp haswell (pinned view of the npm prebuilt): $pass passed, $fail failed"
 
+if [ "$REPORT" = 1 ]; then
+    node "$ORACLE" batch "$tmp/djobs" >"$tmp/doracle.out" 2>"$tmp/doracle.err" || echo "oracle_forward: some default-pair llama.cpp jobs failed" >&2
+    cat "$tmp/doracle.out" "$tmp/doracle.err" >&2
+    dl=$(sed -n 's/^oracle: llama.cpp CPU backend libggml-cpu-//p' "$tmp/doracle.err" | head -n 1)
+    [ -n "$dl" ] && DEF_LL=${dl%.so}
+    while read -r line; do
+        # shellcheck disable=SC2086
+        case_check def $line
+    done <"$CASES"
+    echo "report: default pair g4 $DEF_G4 / llama.cpp $DEF_LL, not gated (not yet exact: issue 12 part 2): $rpass of $((rpass + rfail)) checks agree"
+elif oracle_default_differs; then
+    echo "report: default pair g4 $DEF_G4 / llama.cpp $DEF_LL not run under the sanitizers"
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

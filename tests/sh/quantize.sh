@@ -11,6 +11,9 @@
 # two files must hold the same tensors with the same types and byte-identical data (imatrix-free
 # llama-quantize uses ggml's *_ref quantizers, which quant_ref.c reproduces bit for bit), and
 # llama.cpp loads g4's output (tests/oracle/gguf_view.mjs: its view equals `g4 info`).
+# The pair needs no pin: both sides quantize with reference code (g4's src/quant, ggml-base's
+# *_ref quantizers), which no kernel table or llama.cpp CPU variant touches, so the bytes must
+# match on every host.
 B=${B:-build}
 G4=${G4:-$B/g4}
 MK=$B/g4-mkmodel
@@ -190,5 +193,6 @@ if "$B/g4-mkbad" "$tmp/bad" >/dev/null 2>&1; then
     [ $? -eq 1 ] && ok "an invalid model is refused" || bad "m037-eps-nan.gguf was not refused"
 else bad "g4-mkbad failed"; fi
 
+[ "$ORACLE" = 1 ] && echo "pair: g4 quantize / llama.cpp llama_model_quantize (reference quantizers on both sides, no CPU variant involved)"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
