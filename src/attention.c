@@ -352,9 +352,8 @@ static void attn_rows(const attn_ctx *c, int t, int g, int h0, int nq, uint8_t *
     for (int j = 0; j < nq; j++) kern->quantize_act[kdt](q + (size_t)j * (size_t)hd, qq + (size_t)j * qq_rb, hd);
     /* llama.cpp's kq = mul_mat(k, q): with an F32 K cache q is permuted, so always ggml's
      * one-column vec_dot order; with F16 K its tinyBLAS when the ubatch has >= 2 tokens */
-    g4_matmul_fn kq_fn = kern->matmul[s->kv_type];
-    if (s->kv_type == G4_TYPE_F16 && kern->matmul_grp[G4_TYPE_F16] && kern_grp_count(G4_TYPE_F16, s->batch_n, 0, nq, hd, w.n))
-        kq_fn = kern->matmul_grp[G4_TYPE_F16];
+    const g4_matmul_fn kq_fn = s->kv_type == G4_TYPE_F16 ? kern_pick(kern, G4_TYPE_F16, s->batch_n, 0, hd, w.nw, KERN_PLAIN)
+                                                         : kern->matmul[s->kv_type];
     kq_fn(kq + off, nw, kg, kv->k_row_bytes, qq, qq_rb, hd, 0, w.n, nq);
 
     /* softmax per head (scale 1.0, no soft-cap); zeros on the masked cells of the hull */
@@ -386,9 +385,7 @@ static void attn_rows(const attn_ctx *c, int t, int g, int h0, int nq, uint8_t *
     const uint8_t *vg = v_hull(s, kv, &w, g, hd, ws, &v_stride); /* [hd] rows of nw cells */
     for (int j = 0; j < nq; j++) kern->quantize_act[vdt](kq + (size_t)j * nw, pq + (size_t)j * pq_rb, w.nw);
     /* kqv = mul_mat(v, kq): tinyBLAS order when the ubatch has >= 2 tokens, else vec_dot */
-    g4_matmul_fn kqv_fn = kern->matmul[s->kv_type];
-    if (kern->matmul_grp[s->kv_type] && kern_grp_count(s->kv_type, s->batch_n, 0, nq, w.nw, hd))
-        kqv_fn = kern->matmul_grp[s->kv_type];
+    const g4_matmul_fn kqv_fn = kern_pick(kern, s->kv_type, s->batch_n, 0, w.nw, hd, KERN_PLAIN);
     kqv_fn(out, (size_t)hd, vg, v_stride, pq, pq_rb, w.nw, 0, hd, nq);
 }
 

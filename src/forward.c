@@ -88,7 +88,8 @@ typedef struct mm_ctx {
     size_t ldy;
     int64_t row0;
     int n_tok;
-    int n_grp;             /* rows [0, n_grp) of the n_tok use the kernels' grouped float order */
+    int64_t N, col0;       /* token t is column col0 + t of llama.cpp's op over N columns */
+    unsigned flags;        /* kern_pick flags (KERN_PLAIN) */
     float scale;
     float softcap;         /* 0 = none; else y = c * tanhf(y * (1/c)) after the scale */
 } mm_ctx;
@@ -105,13 +106,15 @@ static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     (void)thread;
     mm_ctx *c = vctx;
     const int64_t r0 = c->row0 + i0, r1 = c->row0 + i1;
-    const g4_matmul_fn grp = c->kern->matmul_grp[c->w->type];
-    if (grp && c->n_grp > 0)
-        grp(c->y, c->ldy, c->w->data, c->w->row_bytes, c->xq, c->xq_rb, c->w->ne[0], r0, r1, c->n_grp);
-    if (!grp || c->n_grp < c->n_tok) {
-        const int t0 = grp ? c->n_grp : 0;
-        c->kern->matmul[c->w->type](c->y + (size_t)t0 * c->ldy, c->ldy, c->w->data, c->w->row_bytes,
-                                    c->xq + (size_t)t0 * c->xq_rb, c->xq_rb, c->w->ne[0], r0, r1, c->n_tok - t0);
+    const g4_tensor *w = c->w;
+    /* runs of tokens with the same kernel (float order): usually one or two */
+    for (int t0 = 0; t0 < c->n_tok;) {
+        const g4_matmul_fn fn = kern_pick(c->kern, w->type, c->N, c->col0 + t0, w->ne[0], w->ne[1], c->flags);
+        int t1 = t0 + 1;
+        while (t1 < c->n_tok && kern_pick(c->kern, w->type, c->N, c->col0 + t1, w->ne[0], w->ne[1], c->flags) == fn) t1++;
+        fn(c->y + (size_t)t0 * c->ldy, c->ldy, w->data, w->row_bytes, c->xq + (size_t)t0 * c->xq_rb, c->xq_rb,
+           w->ne[0], r0, r1, t1 - t0);
+        t0 = t1;
     }
     if (c->scale != 1.0f) /* ref: llm_graph_context::build_lora_mm, y = ggml_mul(W x, w_s) */
         for (int t = 0; t < c->n_tok; t++) {
@@ -123,13 +126,13 @@ static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
 }
 
 /* ref: ggml_compute_forward_mul_mat: src1 rows converted to vec_dot_type(src0) first */
-static void matmul_ex(g4_session *s, const g4_tensor *w, const float *x, int n_tok, int n_grp,
-                      float *y, size_t ldy, int64_t row0, int64_t row1, float scale, float softcap) {
+static void matmul_ex(g4_session *s, const g4_tensor *w, const float *x, int n_tok, int64_t N, int64_t col0,
+                      unsigned flags, float *y, size_t ldy, int64_t row0, int64_t row1, float scale, float softcap) {
     const g4_model *m = s->m;
     mm_ctx c = {
         .kern = m->kern, .w = w, .x = x, .xq = s->act,
         .dot_type = quant_traits(w->type)->dot_type,
-        .y = y, .ldy = ldy, .row0 = row0, .n_tok = n_tok, .n_grp = n_grp, .scale = scale, .softcap = softcap,
+        .y = y, .ldy = ldy, .row0 = row0, .n_tok = n_tok, .N = N, .col0 = col0, .flags = flags, .scale = scale, .softcap = softcap,
     };
     c.xq_rb = kern_act_row_bytes(c.dot_type, w->ne[0]);
     G4_ASSERT(c.xq_rb <= s->act_row_max && n_tok <= s->n_ubatch && row1 <= w->ne[1]);
@@ -143,8 +146,7 @@ static void matmul_ex(g4_session *s, const g4_tensor *w, const float *x, int n_t
  * chunk_T - n_tok ... of llama.cpp's op over the eval's batch_n tokens. */
 void forward_matmul(g4_session *s, const g4_tensor *w, const float *x, int n_tok,
                     float *y, size_t ldy, int64_t row0, int64_t row1, float scale) {
-    const int g = kern_grp_count(w->type, s->batch_n, s->chunk_off + s->chunk_T - n_tok, n_tok, w->ne[0], w->ne[1]);
-    matmul_ex(s, w, x, n_tok, g, y, ldy, row0, row1, scale, 0.0f);
+    matmul_ex(s, w, x, n_tok, s->batch_n, s->chunk_off + s->chunk_T - n_tok, 0, y, ldy, row0, row1, scale, 0.0f);
 }
 
 /* all output rows of w, packed: y is [n_tok][w->ne[1]] */
@@ -316,7 +318,8 @@ static void output(g4_session *s, int r0, int T) {
     norm_rows(s, s->cur, s->inpL, m->output_norm, r0, T);
     const g4_tensor *head = m->output ? m->output : m->token_embd; /* tied: rows [0, n_vocab) */
     /* the head sees only the output rows, as llama.cpp's graph after ggml_get_rows(out_ids) */
-    matmul_ex(s, head, s->cur + (size_t)r0 * E, n, kern_grp_count(head->type, n, 0, n, E, head->ne[1]), s->logits, (size_t)V, 0,
+    /* a tied head is token_embd, which llama.cpp keeps out of its repack buffer (get_rows) */
+    matmul_ex(s, head, s->cur + (size_t)r0 * E, n, n, 0, m->output ? 0 : KERN_PLAIN, s->logits, (size_t)V, 0,
               V, 1.0f, m->cfg.softcap);
     s->n_logits = n;
 }

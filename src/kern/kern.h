@@ -30,37 +30,49 @@ typedef void (*g4_quant_act_fn)(const float *restrict x, void *restrict xq, int6
  * f32(tab[f16(x)]) * up with f16 rounding to nearest even */
 typedef void (*g4_geglu_fn)(float *restrict gate, const float *restrict up, const uint16_t *restrict tab, int64_t n);
 
+/* What llama.cpp's CPU backend knows about a weight when it picks a kernel (kern_pick) */
+#define KERN_PLAIN 1u /* not a weight it repacks: the token embedding as tied LM head, the KV cache */
+
+struct g4_kern;
+/* The kernel whose float order llama.cpp's CPU backend (the build a table follows) uses for
+ * column col of an op on N columns of an n_in x n_out weight of this type; flags KERN_PLAIN.
+ * Only the column's own result depends on the choice, so columns with the same kernel may
+ * run together. Never NULL for a type the table multiplies. */
+typedef g4_matmul_fn (*g4_pick_fn)(const struct g4_kern *k, uint32_t type, int64_t N, int64_t col,
+                                   int64_t n_in, int64_t n_out, unsigned flags);
+
 typedef struct g4_kern {
     const char     *name;                          /* "scalar", "avx2", "avx512", "neon" */
     g4_matmul_fn    matmul[G4_TYPE_COUNT];         /* by weight type; NULL = not available */
     /* The same product in the float order llama.cpp's CPU backend uses when an op has
      * several activation columns, where that differs from matmul's (one column) order;
-     * NULL = use matmul. kern_grp_count says for which tokens. */
+     * NULL = use matmul. The table's pick says for which columns. */
     g4_matmul_fn    matmul_grp[G4_TYPE_COUNT];
+    g4_pick_fn      pick;                          /* never NULL */
     g4_quant_act_fn quantize_act[G4_TYPE_COUNT];   /* by dot type: F32, F16, BF16, Q8_0, Q8_1, Q8_K */
+    /* Q8_0/Q8_1 activation scale: 0 = x86 SIMD convention (id = 127/amax), 1 = llama.cpp's
+     * arm64 build (id = 1/(amax/127)); both round half to even (quant_ref.h) */
+    int             act_q8_inv;
+    /* F16 weights: 1 = pick's kernels accumulate in fp16 lanes (llama.cpp's arm64 fp16 build,
+     * quant_dot_f16_fp16: tinyBLAS order when pick gives it for N >= 8, else vec_dot's) */
+    int             f16_lanes;
     g4_geglu_fn     geglu;                         /* never NULL (kern_geglu_ref at least) */
 } g4_kern;
 
 /* the portable GeGLU (the scalar table's; the SIMD ones equal it bit for bit) */
 void kern_geglu_ref(float *restrict gate, const float *restrict up, const uint16_t *restrict tab, int64_t n);
 
-/* Of n_tok tokens that are columns [first, first + n_tok) of an op llama.cpp runs on N
- * columns of an n_in x n_out weight, how many leading ones take matmul_grp: float weights
- * (F32/F16/BF16) all of them when N >= 2 and n_in % 8 == 0 (tinyBLAS; one column:
- * ggml_vec_dot); Q4_K the columns below N - N % 4 (its repacked 4-column gemm; the rest its
- * gemv); IQ4_XS all of them when N >= 8 and n_out % 8 == 0 (the IQ panel gemm, iqp.cpp);
- * other types none. */
-static inline int kern_grp_count(uint32_t type, int64_t N, int64_t first, int n_tok, int64_t n_in, int64_t n_out) {
-    int64_t g;
-    if (type == G4_TYPE_F32 || type == G4_TYPE_F16 || type == G4_TYPE_BF16)
-        g = (N >= 2 && n_in % 8 == 0) ? n_tok : 0;
-    else if (type == G4_TYPE_IQ4_XS)
-        g = (N >= 8 && n_out % 8 == 0) ? n_tok : 0;
-    else if (type == G4_TYPE_Q4_K)
-        g = N - N % 4 - first;
-    else
-        g = 0;
-    return (int)(g < 0 ? 0 : g > n_tok ? n_tok : g);
+/* The x86 rule (llama.cpp's AVX2 build), the scalar, AVX2 and AVX-512 tables' pick: matmul_grp
+ * for float weights (F32/F16/BF16) when N >= 2 and n_in % 8 == 0 (tinyBLAS; one column:
+ * ggml_vec_dot); Q4_K for the columns below N - N % 4 (its repacked 4-column gemm; the rest its
+ * gemv); IQ4_XS when N >= 8 and n_out % 8 == 0 (the IQ panel gemm, iqp.cpp); else matmul.
+ * flags are not used (this rule predates them). */
+g4_matmul_fn kern_pick_x86(const struct g4_kern *k, uint32_t type, int64_t N, int64_t col, int64_t n_in,
+                           int64_t n_out, unsigned flags);
+
+static inline g4_matmul_fn kern_pick(const g4_kern *k, uint32_t type, int64_t N, int64_t col, int64_t n_in,
+                                     int64_t n_out, unsigned flags) {
+    return k->pick(k, type, N, col, n_in, n_out, flags);
 }
 
 /* Bytes of one activation row of n elements in dot type dt (F32 4n, F16/BF16 2n, Q8_0 34n/32,
