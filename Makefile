@@ -16,11 +16,21 @@ ALL_CFLAGS = $(CSTD) $(WARN) -D_GNU_SOURCE -DG4_BUILD -fPIC -fvisibility=hidden 
 LIBS     = -lm -lpthread
 SOVER    = 0
 VERSION  = 0.1.0
+# Cross build for a board: `make CROSS=aarch64-linux-gnu-` uses $(CROSS)gcc and $(CROSS)ar,
+# links the programs statically (copy build/aarch64-linux-gnu/g4 to the device and run it) and
+# keeps its objects apart from the host's (B defaults to build/<triplet>).
+CROSS   ?=
+ifneq ($(CROSS),)
+CC      := $(CROSS)gcc
+AR      := $(CROSS)ar
+B       ?= build/$(patsubst %-,%,$(CROSS))
+STATIC   = -static
+endif
 B       ?= build
 
 ARCH := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
 
-LIB_SRC  = $(wildcard src/*.c src/quant/*.c src/kern/cpu.c src/kern/kern_scalar.c)
+LIB_SRC  = $(wildcard src/*.c src/quant/*.c src/kern/cpu.c src/kern/kern_scalar.c src/kern/kern_exp.c)
 ifneq ($(filter x86_64 amd64,$(ARCH)),)
 LIB_SRC += $(wildcard src/kern/kern_avx2.c src/kern/kern_avx512.c)
 endif
@@ -72,17 +82,17 @@ $(B)/libg4.so: $(B)/libg4.so.$(VERSION)
 	ln -sf libg4.so.$(VERSION) $@
 
 $(B)/g4: $(CLI_OBJ) $(B)/libg4.a
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(B)/libg4.a $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(STATIC) -o $@ $(CLI_OBJ) $(B)/libg4.a $(LIBS)
 
 # tests link the objects directly, so they reach internal (hidden) functions
 $(B)/g4-test: $(TEST_OBJ) $(LIB_OBJ)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(STATIC) -o $@ $^ $(LIBS)
 
 $(B)/simple: examples/simple.c $(B)/libg4.a
-	$(CC) $(CSTD) $(WARN) -Iinclude $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libg4.a $(LIBS)
+	$(CC) $(CSTD) $(WARN) -Iinclude $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(STATIC) -o $@ $< $(B)/libg4.a $(LIBS)
 
 $(B)/%: tools/%.c $(LIB_OBJ)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(STATIC) -o $@ $< $(LIB_OBJ) $(LIBS)
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 

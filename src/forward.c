@@ -318,8 +318,9 @@ static void output(g4_session *s, int r0, int T) {
     norm_rows(s, s->cur, s->inpL, m->output_norm, r0, T);
     const g4_tensor *head = m->output ? m->output : m->token_embd; /* tied: rows [0, n_vocab) */
     /* the head sees only the output rows, as llama.cpp's graph after ggml_get_rows(out_ids) */
-    /* a tied head is token_embd, which llama.cpp keeps out of its repack buffer (get_rows) */
-    matmul_ex(s, head, s->cur + (size_t)r0 * E, n, n, 0, m->output ? 0 : KERN_PLAIN, s->logits, (size_t)V, 0,
+    /* a tied head too is a weight llama.cpp may repack: it loads token_embd a second time as
+     * the output tensor (TENSOR_DUPLICATED), placed by the output's rules */
+    matmul_ex(s, head, s->cur + (size_t)r0 * E, n, n, 0, 0, s->logits, (size_t)V, 0,
               V, 1.0f, m->cfg.softcap);
     s->n_logits = n;
 }

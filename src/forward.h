@@ -82,7 +82,7 @@ struct g4_session {
     float   *logits;        /* [n_logit_rows][n_vocab] after the soft-cap                   */
     int32_t  n_logit_rows;  /* capacity: n_ubatch with logits_all, else 1                   */
     int32_t  n_logits;      /* rows valid from the last eval (0 before the first eval)      */
-    /* Float order of the matmuls (kern.h matmul_grp, kern_grp_count): llama.cpp runs every
+    /* Float order of the matmuls (kern.h kern_pick, per kernel table): llama.cpp runs every
      * layer op on all batch_n tokens of an eval (one ubatch); this chunk's rows are tokens
      * [chunk_off, chunk_off + chunk_T) of it (set by the eval loop and forward_chunk). */
     int64_t  batch_n;
@@ -144,13 +144,10 @@ G4_INTERNAL void attn_rope_neox(float *x, const float *cs, int n_rot);
 /* The 32-aligned hull [*a, *a + *nw) of the visible cells [lo, p] over which attention
  * multiplies V (attention.c: the same lanes as llama.cpp's product over all its cells). */
 G4_INTERNAL void attn_hull(int64_t lo, int64_t p, int64_t *a, int64_t *nw);
-/* ggml_v_expf, one lane (vec.h). */
-G4_INTERNAL float attn_expf(float x);
-/* x[i] = attn_expf(x[i]) for i < n, for x <= 0 (vectorised where the compiler allows). */
-G4_INTERNAL void attn_expf_n(float *x, int64_t n);
 /* ggml_soft_max_ext of a llama.cpp KQ row whose visible cells are [cell0, cell0 + n):
- * x[0..n) scores in, probabilities out. */
-G4_INTERNAL void attn_softmax(float *x, int64_t n, int64_t cell0);
+ * x[0..n) scores in, probabilities out; exp and sum as the kernel table's expsum. */
+struct g4_kern;
+G4_INTERNAL void attn_softmax(const struct g4_kern *k, float *x, int64_t n, int64_t cell0);
 
 /* ==== ple.c ==== */
 

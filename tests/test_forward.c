@@ -122,7 +122,7 @@ static void check_schedules(const char *name, const g4_testgen_opts *o, int full
     /* Chunking (ubatch) and threads must not change a bit. Splitting the prompt into several
      * evals changes what llama.cpp would batch, and so (by design, as in llama.cpp) the float
      * order of its ops: one token takes ggml's one-column vec_dot order, two or more its
-     * tinyBLAS / 4-column gemm order (kern.h kern_grp_count). Those schedules get f32-order
+     * tinyBLAS / 4-column gemm order (kern.h kern_pick). Those schedules get f32-order
      * bounds: 1e-5 for float weights, 1e-2 where an activation rounding may flip. */
     const int quantized_w = o->wtype && o->wtype != G4_TYPE_F32 && o->wtype != G4_TYPE_F16;
     const double tol_order = quantized_w ? 1e-2 : 1e-5;

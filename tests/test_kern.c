@@ -11,6 +11,7 @@
  * - geglu: bit-exact with kern_geglu_ref over a table of scattered finite f16 values (random
  *   gates over the table's range and past +-10, the +-10 edges, f16 rounding ties, signed
  *   zeros, tails): every lookup index and the edges must agree
+ * - expsum: every lane kern_expf's, the sum near the exact one, for every table
  * - kern_select: forcing, $G4_ISA, unknown and unrunnable names
  * Set G4_TEST_VERBOSE=1 to print the worst NMSE per table and type.
  */
@@ -258,6 +259,36 @@ static void geglus(const g4_kern *k, const uint16_t *tab) {
     free(x); free(up); free(a); free(b);
 }
 
+/* expsum: every lane is kern_expf's (ggml_v_expf) bit for bit, masked block edges included
+ * (any cell0, any n), including the |n| > 126 paths; the sum within 1e-6 of the exact one
+ * (its block order is the table's: checked against ggml by oracle_ops / oracle_forward_neon) */
+static void expsums(const g4_kern *k) {
+    T_CHECKF(k->expsum != NULL, "%s: no expsum", k->name);
+    if (!k->expsum) return;
+    enum { N = 1031 };
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    uint64_t s = 5;
+    int bad = 0, badsum = 0;
+    for (int rep = 0; rep < 40; rep++) {
+        const int n = rep < 8 ? rep + 1 : N - rep;
+        const int64_t cell0 = rep * 3;
+        for (int i = 0; i < n; i++) x[i] = -fabsf(gauss(&s)) * (rep % 4 == 3 ? 60.0f : 4.0f);
+        x[rep % n] = 0.0f;
+        memcpy(y, x, (size_t)n * sizeof *x);
+        const double sum = k->expsum(y, n, cell0);
+        double exact = 0;
+        for (int i = 0; i < n; i++) {
+            const float e = kern_expf(x[i]);
+            bad += memcmp(&e, &y[i], sizeof e) != 0;
+            exact += (double)e;
+        }
+        badsum += !(fabs(sum - exact) <= 1e-6 * exact);
+    }
+    T_CHECKF(bad == 0, "%s: expsum lanes differ from kern_expf in %d values", k->name, bad);
+    T_CHECKF(badsum == 0, "%s: expsum sum off in %d of 40 rows", k->name, badsum);
+    free(x); free(y);
+}
+
 static void selection(void) {
     char err[128];
     const g4_kern *ks[8];
@@ -319,5 +350,6 @@ T_GROUP(kern) {
     uint16_t *tab = malloc(65536 * sizeof *tab);
     for (uint32_t h = 0; h < 65536; h++) tab[h] = (uint16_t)(((h * 2654435761u) >> 16) & 0xfbffu);
     for (int i = 0; i < nk; i++) geglus(ks[i], tab);
+    for (int i = 0; i < nk; i++) expsums(ks[i]);
     free(tab);
 }

@@ -20,7 +20,11 @@
 #include <string.h>
 #include <time.h>
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -56,6 +60,7 @@ static uint64_t next_rand(void) {
 
 /* ==== DRAM read bandwidth: load-sum over a buffer, one thread ==== */
 
+#if defined(__x86_64__)
 __attribute__((target("avx2"))) static uint64_t sum_avx2(const uint8_t *p, size_t n) {
     __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
     for (size_t i = 0; i < n; i += 128) {
@@ -81,17 +86,28 @@ __attribute__((target("avx512f"))) static uint64_t sum_avx512(const uint8_t *p, 
     return (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
 }
 
+static uint64_t sum_buf(const uint8_t *p, size_t n) { return __builtin_cpu_supports("avx512f") ? sum_avx512(p, n) : sum_avx2(p, n); }
+static const char *sum_what(void) { return __builtin_cpu_supports("avx512f") ? "zmm" : "ymm"; }
+#else
+static const char *sum_what(void) { return "8 x 64-bit"; }
+static uint64_t sum_buf(const uint8_t *p, size_t n) { /* 4 independent 64-bit lanes (vectorized by the compiler) */
+    uint64_t a[8] = { 0 };
+    for (size_t i = 0; i < n; i += 64)
+        for (int k = 0; k < 8; k++) { uint64_t v; memcpy(&v, p + i + 8 * k, 8); a[k] += v; }
+    return a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
+}
+#endif
+
 static double dram_read_gbs(int reps, size_t bytes, double *best) {
     uint8_t *buf = aligned_alloc(4096, bytes);
     *best = 0;
     if (!buf) return 0;
     for (size_t i = 0; i < bytes; i += 8) { uint64_t v = i * 0x9e37u; memcpy(buf + i, &v, 8); }
-    const int z = __builtin_cpu_supports("avx512f");
     double t[32];
     volatile uint64_t sink = 0;
     for (int r = 0; r <= reps; r++) {
         const double t0 = now_s();
-        sink += z ? sum_avx512(buf, bytes) : sum_avx2(buf, bytes);
+        sink += sum_buf(buf, bytes);
         __asm__ volatile("" ::: "memory"); /* compiler barrier between passes */
         if (r) t[r - 1] = (double)bytes / (now_s() - t0) * 1e-9;
     }
@@ -104,6 +120,7 @@ static double dram_read_gbs(int reps, size_t bytes, double *best) {
 
 /* ==== int8 dot peak (one thread): 12 independent accumulators ==== */
 
+#if defined(__x86_64__)
 __attribute__((target("avx512f,avx512vnni"))) static double peak_vnni(void) {
     __m512i acc[12];
     for (int k = 0; k < 12; k++) acc[k] = _mm512_set1_epi32(k);
@@ -140,6 +157,34 @@ __attribute__((target("avx2"))) static double peak_avx2(void) {
     (void)sink;
     return (double)iters * 12 * 32 * 2 / dt * 1e-9;
 }
+
+static double peak_int8(const char **what) {
+    const int vnni = __builtin_cpu_supports("avx512vnni");
+    *what = vnni ? "vpdpbusd zmm" : "vpmaddubsw+vpmaddwd ymm";
+    return vnni ? peak_vnni() : peak_avx2();
+}
+#elif defined(__aarch64__)
+__attribute__((target("arch=armv8.2-a+dotprod"))) static double peak_sdot(void) {
+    int32x4_t acc[12];
+    for (int k = 0; k < 12; k++) acc[k] = vdupq_n_s32(k);
+    int8x16_t a = vdupq_n_s8(3), b = vdupq_n_s8(-2);
+    const long iters = 20000000;
+    const double t0 = now_s();
+    for (long i = 0; i < iters; i++) {
+        __asm__ volatile("" : "+w"(a), "+w"(b));
+        for (int k = 0; k < 12; k++) acc[k] = vdotq_s32(acc[k], a, b);
+    }
+    const double dt = now_s() - t0;
+    volatile int sink = 0;
+    for (int k = 0; k < 12; k++) sink += vgetq_lane_s32(acc[k], 0);
+    (void)sink;
+    return (double)iters * 12 * 16 * 2 / dt * 1e-9; /* 16 MAC per sdot */
+}
+
+static double peak_int8(const char **what) { *what = "sdot q"; return peak_sdot(); } /* the neon table needs dotprod */
+#else
+static double peak_int8(const char **what) { *what = "none measured"; return 0; }
+#endif
 
 /* types: NULL (all) or a comma-separated list of type names (quant_traits()->name) */
 static int type_wanted(const char *types, uint32_t type) {
@@ -260,7 +305,7 @@ int main(int argc, char **argv) {
     double bw_best = 0;
     const double bw = dram_read_gbs(reps, quick ? (size_t)256 << 20 : (size_t)1 << 30, &bw_best);
     printf("DRAM read, 1 thread (%s load-sum over %s): %.1f GB/s median, %.1f best\n",
-           __builtin_cpu_supports("avx512f") ? "zmm" : "ymm", quick ? "256 MiB" : "1 GiB", bw, bw_best);
+           sum_what(), quick ? "256 MiB" : "1 GiB", bw, bw_best);
     printf("(noisy host? 'best' = fastest run; %% figures use medians)\n");
     if (dram_only) { pool_free(pool2); return 0; }
 
@@ -294,11 +339,10 @@ int main(int argc, char **argv) {
     }
 
     if (only1) { pool_free(pool2); return 0; }
-    const int vnni = __builtin_cpu_supports("avx512vnni");
+    const char *what = "";
     double peak = 0; /* best of 3: interference only slows a compute loop down */
-    for (int r = 0; r < 3; r++) { const double p = vnni ? peak_vnni() : peak_avx2(); if (p > peak) peak = p; }
-    printf("\nint8 dot peak, 1 thread (%s, 12 accumulators, best of 3): %.0f GOP/s\n",
-           vnni ? "vpdpbusd zmm" : "vpmaddubsw+vpmaddwd ymm", peak);
+    for (int r = 0; r < 3; r++) { const double p = peak_int8(&what); if (p > peak) peak = p; }
+    printf("\nint8 dot peak, 1 thread (%s, 12 accumulators, best of 3): %.0f GOP/s\n", what, peak);
     printf("prefill GEMM (n_tok tokens x weights), GOP/s = 2*n_in*n_out*n_tok / time\n");
     static const uint32_t GT[] = { G4_TYPE_Q4_K, G4_TYPE_Q8_0, G4_TYPE_Q4_0, G4_TYPE_Q6_K };
     for (size_t gi = 0; gi < sizeof GT / sizeof GT[0]; gi++) {

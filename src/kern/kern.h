@@ -31,7 +31,15 @@ typedef void (*g4_quant_act_fn)(const float *restrict x, void *restrict xq, int6
 typedef void (*g4_geglu_fn)(float *restrict gate, const float *restrict up, const uint16_t *restrict tab, int64_t n);
 
 /* What llama.cpp's CPU backend knows about a weight when it picks a kernel (kern_pick) */
-#define KERN_PLAIN 1u /* not a weight it repacks: the token embedding as tied LM head, the KV cache */
+#define KERN_PLAIN 1u /* not a weight it repacks: the KV cache (a tied LM head is one: llama.cpp
+                       * loads token_embd a second time as the output tensor, repackable) */
+
+/* The softmax's exponentials and their sum (vec.cpp ggml_vec_soft_max_f32): x[0..n) holds
+ * scores minus the row max (<= 0) of the cells [cell0, cell0 + n) of a KQ row whose other
+ * cells are masked (exp = +0); x[i] = exp(x[i]) as ggml_v_expf, lane for lane; returns their
+ * sum as that build forms it: f32 sums of blocks aligned on the row (x86 AVX2: 8 cells,
+ * NEON: 4), each added to a double. */
+typedef double (*g4_expsum_fn)(float *x, int64_t n, int64_t cell0);
 
 struct g4_kern;
 /* The kernel whose float order llama.cpp's CPU backend (the build a table follows) uses for
@@ -57,10 +65,17 @@ typedef struct g4_kern {
      * quant_dot_f16_fp16: tinyBLAS order when pick gives it for N >= 8, else vec_dot's) */
     int             f16_lanes;
     g4_geglu_fn     geglu;                         /* never NULL (kern_geglu_ref at least) */
+    g4_expsum_fn    expsum;                        /* never NULL */
 } g4_kern;
 
 /* the portable GeGLU (the scalar table's; the SIMD ones equal it bit for bit) */
 void kern_geglu_ref(float *restrict gate, const float *restrict up, const uint16_t *restrict tab, int64_t n);
+
+/* ggml_v_expf, one lane (vec.h; the AVX2 and NEON versions agree lane for lane), for x <= 0
+ * over n values, and the x86 tables' expsum (kern_exp.c) */
+float kern_expf(float x);
+void kern_expf_n(float *x, int64_t n);
+double kern_expsum_x86(float *x, int64_t n, int64_t cell0);
 
 /* The x86 rule (llama.cpp's AVX2 build), the scalar, AVX2 and AVX-512 tables' pick: matmul_grp
  * for float weights (F32/F16/BF16) when N >= 2 and n_in % 8 == 0 (tinyBLAS; one column:

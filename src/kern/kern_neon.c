@@ -18,7 +18,7 @@
 /* ==== llama.cpp's kernel choice (armv8.2_2: dotprod, fp16 vector arithmetic) ==== */
 
 /* Repacked (CPU_REPACK buffer, weights it can repack: n_out % 4 for q4_0/q8_0/iq4_nl 4x4,
- * % 8 for q4_K/q5_K/q6_K 8x4; never the tied embedding or the KV cache): the repack's
+ * % 8 for q4_K/q5_K/q6_K 8x4; never the KV cache): the repack's
  * gemm for the columns below N - N % 4, gemv for the rest, which have the same float order
  * except for q6_K. Otherwise mul_mat: llamafile_sgemm when N >= 2 and it takes the type and
  * shape (tinyBLAS_Q0_ARM for q8_0/q4_0; f32 with N >= 4, n_in % 4, n_out % 4; fp16 with
@@ -99,12 +99,56 @@ static void geglu_neon(float *restrict gate, const float *restrict up, const uin
     kern_geglu_ref(gate + i, up + i, tab, n - i);
 }
 
+/* ==== Softmax exponentials (kern.h expsum): vec.h ggml_v_expf (NEON), op for op ==== */
+
+NINLINE float32x4_t v_expf(float32x4_t x) {
+    const float32x4_t r = vdupq_n_f32(0x1.8p23f);
+    const float32x4_t z = vfmaq_f32(r, x, vdupq_n_f32(0x1.715476p+0f));
+    const float32x4_t n = vsubq_f32(z, r);
+    const float32x4_t b = vfmsq_f32(vfmsq_f32(x, n, vdupq_n_f32(0x1.62e4p-1f)), n, vdupq_n_f32(0x1.7f7d1cp-20f));
+    const uint32x4_t e = vshlq_n_u32(vreinterpretq_u32_f32(z), 23);
+    const float32x4_t k = vreinterpretq_f32_u32(vaddq_u32(e, vreinterpretq_u32_f32(vdupq_n_f32(1))));
+    const uint32x4_t c = vcagtq_f32(n, vdupq_n_f32(126));
+    const float32x4_t u = vmulq_f32(b, b);
+    const float32x4_t j = vfmaq_f32(vmulq_f32(vdupq_n_f32(0x1.ffffecp-1f), b),
+                                    vfmaq_f32(vfmaq_f32(vdupq_n_f32(0x1.fffdb6p-2f), vdupq_n_f32(0x1.555e66p-3f), b),
+                                              vfmaq_f32(vdupq_n_f32(0x1.573e2ep-5f), vdupq_n_f32(0x1.0e4020p-7f), b), u),
+                                    u);
+    if (!vmaxvq_u32(c)) return vfmaq_f32(k, j, k);
+    const uint32x4_t d = vandq_u32(vclezq_f32(n), vdupq_n_u32(0x82000000u));
+    const float32x4_t s1 = vreinterpretq_f32_u32(vaddq_u32(d, vdupq_n_u32(0x7f000000u)));
+    const float32x4_t s2 = vreinterpretq_f32_u32(vsubq_u32(e, d));
+    return vbslq_f32(vcagtq_f32(n, vdupq_n_f32(192)), vmulq_f32(s1, s1),
+                     vbslq_f32(c, vmulq_f32(vfmaq_f32(s2, s2, j), s1), vfmaq_f32(k, k, j)));
+}
+
+/* ggml_vec_soft_max_f32 (NEON): blocks of 4 cells aligned on the row, vaddv (c0+c1)+(c2+c3)
+ * each, added to a double; a block's masked cells enter as -inf (exp +0), as in the row */
+static double expsum_neon(float *x, int64_t n, int64_t cell0) {
+    double sum = 0.0;
+    for (int64_t i = -(cell0 % 4); i < n; i += 4) {
+        if (i >= 0 && i + 4 <= n) {
+            const float32x4_t v = v_expf(vld1q_f32(x + i));
+            vst1q_f32(x + i, v);
+            sum += (double)vaddvq_f32(v);
+            continue;
+        }
+        float c[4];
+        for (int k = 0; k < 4; k++) c[k] = i + k >= 0 && i + k < n ? x[i + k] : -INFINITY;
+        vst1q_f32(c, v_expf(vld1q_f32(c)));
+        for (int k = 0; k < 4; k++) if (i + k >= 0 && i + k < n) x[i + k] = c[k];
+        sum += (double)(((c[0] + c[1]) + (c[2] + c[3])));
+    }
+    return sum;
+}
+
 /* ==== Table ==== */
 
 static const g4_kern TABLE = {
     .name = "neon",
     .geglu = geglu_neon,
     .pick = neon_pick,
+    .expsum = expsum_neon,
     .act_q8_inv = 1,
     .f16_lanes = 1,
     /* one column of a weight llama.cpp does not repack: vec_dot */

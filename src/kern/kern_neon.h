@@ -60,6 +60,19 @@ NINLINE float nhsum(float32x4_t v) { return vaddvq_f32(v); }
         }                                                                                                   \
     }
 
+/* The same, and for a single token ROW4FN(w, w_row_bytes, x, n, out) over four rows at a time:
+ * out[0..4) for rows w, w + w_row_bytes, ... (decode: one activation load for four rows). */
+#define NEON_MM4(name, ROWFN, ROW4FN)                                                                       \
+    static NEON_MM(name##_rows, ROWFN)                                                                      \
+    void name(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes,                 \
+              const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1,       \
+              int n_tok) {                                                                                  \
+        if (n_tok != 1) { name##_rows(y, ldy, w, w_row_bytes, xq, xq_row_bytes, n_in, row0, row1, n_tok); return; } \
+        int64_t r = row0;                                                                                   \
+        for (; r + 4 <= row1; r += 4) ROW4FN(w + (size_t)r * w_row_bytes, w_row_bytes, (const uint8_t *)xq, n_in, y + r); \
+        if (r < row1) name##_rows(y, ldy, w, w_row_bytes, xq, xq_row_bytes, n_in, r, row1, 1);              \
+    }
+
 #define NEON_DECL(name)                                                                                     \
     void name(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes,                 \
               const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1, int n_tok);

@@ -180,6 +180,30 @@ NINLINE void b32_rp(const int ty, const uint8_t *w, const uint8_t *x, size_t xrb
     NUNROLL for (int t = 0; t < nt; t++) out[t] = acc[t];
 }
 
+/* the 4x4 repacked gemv itself (q4_0, q8_0, iq4_nl), four rows x one token: lane = row, as in
+ * llama.cpp's block_x4 layout: the rows' block sums in one vector, acc = fma(sum, da * dw, acc)
+ * on four lanes (decode; the activation block loaded once) */
+NINLINE void b32_rp4(const int ty, const uint8_t *w, size_t wrb, const uint8_t *x, int64_t n, float *out) {
+    const size_t wb = b32_bytes(ty);
+    float32x4_t acc = vdupq_n_f32(0);
+    for (int64_t ib = 0; ib < n / 32; ib++) {
+        const uint8_t *a = x + (size_t)ib * 34, *b = w + (size_t)ib * wb;
+        const int8x16_t alo = nld8(a + 2), ahi = nld8(a + 18);
+        int32x4_t l[4];
+        uint16_t dh[4];
+        NUNROLL for (int r = 0; r < 4; r++) {
+            int8x16_t lo, hi;
+            b32_codes(ty, b + (size_t)r * wrb, &lo, &hi);
+            l[r] = vdotq_s32(vdotq_s32(vdupq_n_s32(0), lo, alo), hi, ahi);
+            dh[r] = quant_rd16(b + (size_t)r * wrb);
+        }
+        const float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(dh)));
+        const int32x4_t is = vpaddq_s32(vpaddq_s32(l[0], l[1]), vpaddq_s32(l[2], l[3]));
+        acc = vfmaq_f32(acc, vcvtq_f32_s32(is), vmulq_n_f32(dw, nh2f(a)));
+    }
+    vst1q_f32(out, acc);
+}
+
 #define ROW_Q4_0_VD(w, x, xrb, n, nt, out) b32_vd(B_Q4_0, w, x, xrb, n, nt, out)
 #define ROW_Q4_1_VD(w, x, xrb, n, nt, out) b32_vd(B_Q4_1, w, x, xrb, n, nt, out)
 #define ROW_Q5_0_VD(w, x, xrb, n, nt, out) b32_vd(B_Q5_0, w, x, xrb, n, nt, out)
@@ -191,6 +215,9 @@ NINLINE void b32_rp(const int ty, const uint8_t *w, const uint8_t *x, size_t xrb
 #define ROW_Q4_0_RP(w, x, xrb, n, nt, out) b32_rp(B_Q4_0, w, x, xrb, n, nt, out)
 #define ROW_Q8_0_RP(w, x, xrb, n, nt, out) b32_rp(B_Q8_0, w, x, xrb, n, nt, out)
 #define ROW_IQ4_NL_RP(w, x, xrb, n, nt, out) b32_rp(B_IQ4_NL, w, x, xrb, n, nt, out)
+#define ROW_Q4_0_RP4(w, wrb, x, n, out) b32_rp4(B_Q4_0, w, wrb, x, n, out)
+#define ROW_Q8_0_RP4(w, wrb, x, n, out) b32_rp4(B_Q8_0, w, wrb, x, n, out)
+#define ROW_IQ4_NL_RP4(w, wrb, x, n, out) b32_rp4(B_IQ4_NL, w, wrb, x, n, out)
 
 NEON_MM(neon_q4_0_vd, ROW_Q4_0_VD)
 NEON_MM(neon_q4_1_vd, ROW_Q4_1_VD)
@@ -200,6 +227,6 @@ NEON_MM(neon_q8_0_vd, ROW_Q8_0_VD)
 NEON_MM(neon_iq4_nl_vd, ROW_IQ4_NL_VD)
 NEON_MM(neon_q4_0_tb, ROW_Q4_0_TB)
 NEON_MM(neon_q8_0_tb, ROW_Q8_0_TB)
-NEON_MM(neon_q4_0_rp, ROW_Q4_0_RP)
-NEON_MM(neon_q8_0_rp, ROW_Q8_0_RP)
-NEON_MM(neon_iq4_nl_rp, ROW_IQ4_NL_RP)
+NEON_MM4(neon_q4_0_rp, ROW_Q4_0_RP, ROW_Q4_0_RP4)
+NEON_MM4(neon_q8_0_rp, ROW_Q8_0_RP, ROW_Q8_0_RP4)
+NEON_MM4(neon_iq4_nl_rp, ROW_IQ4_NL_RP, ROW_IQ4_NL_RP4)

@@ -167,7 +167,35 @@ NINLINE void k_sb(const int ty, const int per64, const uint8_t *b, const uint8_t
     if (!per64) NUNROLL for (int t = 0; t < nt; t++) isum[t] = vaddvq_s32(acc[t]);
 }
 
-/* order: 0 vec_dot, 1 repacked (Q4_K/Q5_K 8x4; Q6_K gemv), 2 Q6_K repacked gemm */
+/* one super-block b's float step for one token (dy its activation scale) into *s, in the
+ * order's sequence (see the top); order: 0 vec_dot, 1 repacked (Q4_K/Q5_K 8x4; Q6_K gemv),
+ * 2 Q6_K repacked gemm */
+NINLINE void k_acc(const int ty, const int order, const uint8_t *b, float dy, int isum, const int *isum64, int mins, float *s) {
+    const float dx = nh2f(b + (ty == K_Q2 ? 80 : ty == K_Q3 ? 108 : ty == K_Q6 ? 208 : 0));
+    const float dmx = ty == K_Q2 ? nh2f(b + 82) : ty == K_Q4 || ty == K_Q5 ? nh2f(b + 2) : 0.0f;
+    if (order == 1 && (ty == K_Q4 || ty == K_Q5)) {
+        const float d = dx * dy;
+        NUNROLL for (int k = 0; k < 4; k++) *s = fmaf(d, (float)isum64[k], *s);
+        *s = fmaf(-(float)mins, dmx * dy, *s);
+    } else if (ty == K_Q6 && order == 1) {
+        const float p = (float)isum * (dx * dy); /* its own statement: never contracted */
+        *s += p;
+    } else if (ty == K_Q6 && order == 2) {
+        *s = fmaf((float)isum, dx * dy, *s);
+    } else if (ty == K_Q2) {
+        *s = fmaf(-dy * dmx, (float)mins, *s);
+        *s = fmaf(dy * dx, (float)isum, *s);
+    } else if (ty == K_Q4) {
+        *s = fmaf(-(dy * dmx), (float)mins, *s);
+        *s = fmaf(dy * dx, (float)isum, *s);
+    } else if (ty == K_Q5) {
+        *s += fmaf(dy * dx, (float)isum, -((float)mins * (dy * dmx)));
+    } else {
+        *s = fmaf(dx * dy, (float)isum, *s);
+    }
+}
+
+/* one row x nt tokens (each super-block decoded once for all of them) */
 NINLINE void k_row(const int ty, const int order, const uint8_t *w, const uint8_t *x, size_t xrb, int64_t n,
                    const int nt, float *out) {
     const size_t wb = k_bytes(ty);
@@ -180,53 +208,162 @@ NINLINE void k_row(const int ty, const int order, const uint8_t *w, const uint8_
         NUNROLL for (int t = 0; t < NT; t++) a[t] = x + (size_t)(t < nt ? t : 0) * xrb + (size_t)i * 292;
         int isum[NT], isum64[NT][4], mins[NT];
         k_sb(ty, per64, b, a, nt, isum, isum64, mins);
-        const float dx = nh2f(b + (ty == K_Q2 ? 80 : ty == K_Q3 ? 108 : ty == K_Q6 ? 208 : 0));
-        const float dmx = ty == K_Q2 ? nh2f(b + 82) : ty == K_Q4 || ty == K_Q5 ? nh2f(b + 2) : 0.0f;
-        NUNROLL for (int t = 0; t < nt; t++) {
-            const float dy = nrdf(a[t]);
-            if (per64) {
-                const float d = dx * dy;
-                NUNROLL for (int k = 0; k < 4; k++) s[t] = fmaf(d, (float)isum64[t][k], s[t]);
-                s[t] = fmaf(-(float)mins[t], dmx * dy, s[t]);
-            } else if (ty == K_Q6 && order == 1) {
-                const float p = (float)isum[t] * (dx * dy); /* its own statement: never contracted */
-                s[t] += p;
-            } else if (ty == K_Q6 && order == 2) {
-                s[t] = fmaf((float)isum[t], dx * dy, s[t]);
-            } else if (ty == K_Q2) {
-                s[t] = fmaf(-dy * dmx, (float)mins[t], s[t]);
-                s[t] = fmaf(dy * dx, (float)isum[t], s[t]);
-            } else if (ty == K_Q4) {
-                s[t] = fmaf(-(dy * dmx), (float)mins[t], s[t]);
-                s[t] = fmaf(dy * dx, (float)isum[t], s[t]);
-            } else if (ty == K_Q5) {
-                s[t] += fmaf(dy * dx, (float)isum[t], -((float)mins[t] * (dy * dmx)));
-            } else {
-                s[t] = fmaf(dx * dy, (float)isum[t], s[t]);
-            }
-        }
+        NUNROLL for (int t = 0; t < nt; t++) k_acc(ty, order, b, nrdf(a[t]), isum[t], isum64[t], mins[t], &s[t]);
     }
     NUNROLL for (int t = 0; t < nt; t++) out[t] = s[t];
+}
+
+/* 4 f16 scales at byte offset off of the rows' super-block i, as f32 lanes */
+NINLINE float32x4_t k_h4(const uint8_t *w, size_t wrb, size_t off) {
+    const uint16_t h[4] = { quant_rd16(w + off), quant_rd16(w + wrb + off), quant_rd16(w + 2 * wrb + off), quant_rd16(w + 3 * wrb + off) };
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
+}
+
+/* [sum p0, sum p1, sum p2, sum p3] */
+NINLINE int32x4_t k_hadd4(int32x4_t p0, int32x4_t p1, int32x4_t p2, int32x4_t p3) {
+    return vpaddq_s32(vpaddq_s32(p0, p1), vpaddq_s32(p2, p3));
+}
+
+/* [sum v0, sum v1, sum v2, sum v3] of four sub-block lane vectors */
+#define K_SUMS4(v0, v1, v2, v3) k_hadd4(v0, v1, v2, v3)
+
+/* the 4x4 transpose of rows r[0..3] (lane k of r[j] -> lane j of r[k]) */
+NINLINE void k_tr4(int32x4_t r[4]) {
+    const int32x4_t a = vtrn1q_s32(r[0], r[1]), b = vtrn2q_s32(r[0], r[1]), c = vtrn1q_s32(r[2], r[3]), d = vtrn2q_s32(r[2], r[3]);
+    r[0] = vreinterpretq_s32_s64(vtrn1q_s64(vreinterpretq_s64_s32(a), vreinterpretq_s64_s32(c)));
+    r[1] = vreinterpretq_s32_s64(vtrn1q_s64(vreinterpretq_s64_s32(b), vreinterpretq_s64_s32(d)));
+    r[2] = vreinterpretq_s32_s64(vtrn2q_s64(vreinterpretq_s64_s32(a), vreinterpretq_s64_s32(c)));
+    r[3] = vreinterpretq_s32_s64(vtrn2q_s64(vreinterpretq_s64_s32(b), vreinterpretq_s64_s32(d)));
+}
+
+/* Q4_K / Q5_K, four rows x one token (decode): each activation super-block is loaded once for
+ * the four rows; per row the eight sub-block sums are formed as lanes (pairwise adds of the
+ * sdot lanes) and scaled in int32 vectors; the rows' results meet in one vector (lane = row)
+ * and every float step of the order runs on the four lanes at once, exactly as per row
+ * (k_acc). order 0 vec_dot, 1 the 8x4 repacked gemv (per 64 elements). */
+NINLINE void k45_rows4(const int q5, const int order, const uint8_t *w, size_t wrb, const uint8_t *x, int64_t n, float *out) {
+    const size_t wb = q5 ? 176 : 144;
+    const uint8x16_t m4 = vdupq_n_u8(0x0f), one = vdupq_n_u8(1);
+    float32x4_t s = vdupq_n_f32(0);
+    for (int64_t i = 0; i < n / 256; i++) {
+        const uint8_t *a = x + (size_t)i * 292, *b = w + (size_t)i * wb;
+        const int16x8_t bs = vpaddq_s16(vld1q_s16((const int16_t *)(const void *)(a + 260)),
+                                        vld1q_s16((const int16_t *)(const void *)(a + 276)));
+        int8x16_t av[16];
+        NUNROLL for (int k = 0; k < 16; k++) av[k] = nld8(a + 4 + 16 * k);
+        int32x4_t res[4], mins[4];
+        NUNROLL for (int r = 0; r < 4; r++) {
+            const uint8_t *br = b + (size_t)r * wrb;
+            uint8_t sc[8], mn[8];
+            k4_scales(br + 4, sc, mn);
+            const int16x8_t m = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));
+            mins[r] = vmlal_s16(vmull_s16(vget_low_s16(bs), vget_low_s16(m)), vget_high_s16(bs), vget_high_s16(m));
+            const uint16x8_t sc16 = vmovl_u8(vld1_u8(sc));
+            const int32x4_t sc_lo = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(sc16))), sc_hi = vreinterpretq_s32_u32(vmovl_high_u16(sc16));
+            const uint8_t *qs = br + (q5 ? 48 : 16);
+            uint8x16_t h0 = vdupq_n_u8(0), h1 = h0;
+            if (q5) { h0 = vld1q_u8(br + 16); h1 = vld1q_u8(br + 32); }
+            int32x4_t sb[8];
+            NUNROLL for (int k = 0; k < 4; k++) {
+                const uint8x16_t q0 = vld1q_u8(qs + 32 * k), q1 = vld1q_u8(qs + 32 * k + 16);
+                uint8x16_t l0 = vandq_u8(q0, m4), l1 = vandq_u8(q1, m4), u0 = vshrq_n_u8(q0, 4), u1 = vshrq_n_u8(q1, 4);
+                if (q5) {
+                    l0 = vorrq_u8(l0, vshlq_n_u8(vandq_u8(h0, one), 4));
+                    l1 = vorrq_u8(l1, vshlq_n_u8(vandq_u8(h1, one), 4));
+                    u0 = vorrq_u8(u0, vshlq_n_u8(vandq_u8(vshrq_n_u8(h0, 1), one), 4));
+                    u1 = vorrq_u8(u1, vshlq_n_u8(vandq_u8(vshrq_n_u8(h1, 1), one), 4));
+                    h0 = vshrq_n_u8(h0, 2);
+                    h1 = vshrq_n_u8(h1, 2);
+                }
+                sb[2 * k] = vdotq_s32(vdotq_s32(vdupq_n_s32(0), vreinterpretq_s8_u8(l0), av[4 * k]), vreinterpretq_s8_u8(l1), av[4 * k + 1]);
+                sb[2 * k + 1] = vdotq_s32(vdotq_s32(vdupq_n_s32(0), vreinterpretq_s8_u8(u0), av[4 * k + 2]), vreinterpretq_s8_u8(u1), av[4 * k + 3]);
+            }
+            /* scale x sub-block sum, for sub-blocks 0..3 and 4..7 */
+            const int32x4_t p0 = vmulq_s32(K_SUMS4(sb[0], sb[1], sb[2], sb[3]), sc_lo);
+            const int32x4_t p1 = vmulq_s32(K_SUMS4(sb[4], sb[5], sb[6], sb[7]), sc_hi);
+            res[r] = order ? vpaddq_s32(p0, p1) /* the four 64-element sums */ : vaddq_s32(p0, p1);
+        }
+        const float dy = nrdf(a);
+        const float32x4_t d = vmulq_n_f32(k_h4(b, wrb, 0), dy), dm = vmulq_n_f32(k_h4(b, wrb, 2), dy);
+        const float32x4_t mf = vcvtq_f32_s32(k_hadd4(mins[0], mins[1], mins[2], mins[3]));
+        if (order) {
+            k_tr4(res); /* res[k]: the k-th 64-element sum of each row */
+            NUNROLL for (int k = 0; k < 4; k++) s = vfmaq_f32(s, d, vcvtq_f32_s32(res[k])); /* fma(d, isum64, s) */
+            s = vfmsq_f32(s, mf, dm);                                                      /* fma(-mins, dm, s) */
+            continue;
+        }
+        const float32x4_t is = vcvtq_f32_s32(k_hadd4(res[0], res[1], res[2], res[3]));
+        if (q5) s = vaddq_f32(s, vfmaq_f32(vnegq_f32(vmulq_f32(mf, dm)), d, is));     /* s += fma(d, is, -(mins*dm)) */
+        else s = vfmaq_f32(vfmsq_f32(s, dm, mf), d, is);                                /* fma(-dm, mins, s); fma(d, is, s) */
+    }
+    vst1q_f32(out, s);
+}
+
+/* Q6_K, four rows x one token: the sixteen 16-element group sums as lanes, times the int8
+ * scales widened to int32; order 0 vec_dot (s = fma(d, isum, s)), 1 the 8x4 gemv
+ * (s = s + isum * d, not fused) */
+NINLINE void k6_rows4(const int order, const uint8_t *w, size_t wrb, const uint8_t *x, int64_t n, float *out) {
+    const uint8x16_t m4 = vdupq_n_u8(0x0f), m3 = vdupq_n_u8(3);
+    const int8x16_t c32 = vdupq_n_s8(32);
+    float32x4_t s = vdupq_n_f32(0);
+    for (int64_t i = 0; i < n / 256; i++) {
+        const uint8_t *a = x + (size_t)i * 292, *b = w + (size_t)i * 210;
+        int8x16_t av[16];
+        NUNROLL for (int k = 0; k < 16; k++) av[k] = nld8(a + 4 + 16 * k);
+        int32x4_t res[4];
+        NUNROLL for (int r = 0; r < 4; r++) {
+            const uint8_t *br = b + (size_t)r * wrb;
+            int32x4_t g[16]; /* sdot lanes of group 8c + 2j + half */
+            NUNROLL for (int c = 0; c < 2; c++)
+                NUNROLL for (int half = 0; half < 2; half++) {
+                    const int o = 16 * half;
+                    const uint8x16_t l0 = vld1q_u8(br + 64 * c + o), l1 = vld1q_u8(br + 64 * c + 32 + o), h = vld1q_u8(br + 128 + 32 * c + o);
+                    int8x16_t q[4];
+                    q[0] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(h, m3), 4))), c32);
+                    q[1] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(l1, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h, 2), m3), 4))), c32);
+                    q[2] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(l0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h, 4), m3), 4))), c32);
+                    q[3] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(h, 6), 4))), c32);
+                    NUNROLL for (int j = 0; j < 4; j++) g[8 * c + 2 * j + half] = vdotq_s32(vdupq_n_s32(0), q[j], av[8 * c + 2 * j + half]);
+                }
+            const int8x16_t sc = nld8(br + 192);
+            const int16x8_t s_lo = vmovl_s8(vget_low_s8(sc)), s_hi = vmovl_high_s8(sc);
+            int32x4_t t = vmulq_s32(K_SUMS4(g[0], g[1], g[2], g[3]), vmovl_s16(vget_low_s16(s_lo)));
+            t = vmlaq_s32(t, K_SUMS4(g[4], g[5], g[6], g[7]), vmovl_high_s16(s_lo));
+            t = vmlaq_s32(t, K_SUMS4(g[8], g[9], g[10], g[11]), vmovl_s16(vget_low_s16(s_hi)));
+            res[r] = vmlaq_s32(t, K_SUMS4(g[12], g[13], g[14], g[15]), vmovl_high_s16(s_hi));
+        }
+        const float32x4_t d = vmulq_n_f32(k_h4(b, wrb, 208), nrdf(a));
+        const float32x4_t is = vcvtq_f32_s32(k_hadd4(res[0], res[1], res[2], res[3]));
+        if (order) s = vaddq_f32(s, vmulq_f32(is, d));
+        else s = vfmaq_f32(s, d, is);
+    }
+    vst1q_f32(out, s);
 }
 
 #define ROW_Q2_K_VD(w, x, xrb, n, nt, out) k_row(K_Q2, 0, w, x, xrb, n, nt, out)
 #define ROW_Q3_K_VD(w, x, xrb, n, nt, out) k_row(K_Q3, 0, w, x, xrb, n, nt, out)
 #define ROW_Q4_K_VD(w, x, xrb, n, nt, out) k_row(K_Q4, 0, w, x, xrb, n, nt, out)
+#define ROW_Q4_K_VD4(w, wrb, x, n, out) k45_rows4(0, 0, w, wrb, x, n, out)
 #define ROW_Q5_K_VD(w, x, xrb, n, nt, out) k_row(K_Q5, 0, w, x, xrb, n, nt, out)
+#define ROW_Q5_K_VD4(w, wrb, x, n, out) k45_rows4(1, 0, w, wrb, x, n, out)
 #define ROW_Q6_K_VD(w, x, xrb, n, nt, out) k_row(K_Q6, 0, w, x, xrb, n, nt, out)
+#define ROW_Q6_K_VD4(w, wrb, x, n, out) k6_rows4(0, w, wrb, x, n, out)
 #define ROW_IQ4_XS_VD(w, x, xrb, n, nt, out) k_row(K_IQ4XS, 0, w, x, xrb, n, nt, out)
 #define ROW_Q4_K_RP(w, x, xrb, n, nt, out) k_row(K_Q4, 1, w, x, xrb, n, nt, out)
+#define ROW_Q4_K_RP4(w, wrb, x, n, out) k45_rows4(0, 1, w, wrb, x, n, out)
 #define ROW_Q5_K_RP(w, x, xrb, n, nt, out) k_row(K_Q5, 1, w, x, xrb, n, nt, out)
+#define ROW_Q5_K_RP4(w, wrb, x, n, out) k45_rows4(1, 1, w, wrb, x, n, out)
 #define ROW_Q6_K_RPV(w, x, xrb, n, nt, out) k_row(K_Q6, 1, w, x, xrb, n, nt, out)
+#define ROW_Q6_K_RPV4(w, wrb, x, n, out) k6_rows4(1, w, wrb, x, n, out)
 #define ROW_Q6_K_RPM(w, x, xrb, n, nt, out) k_row(K_Q6, 2, w, x, xrb, n, nt, out)
 
 NEON_MM(neon_q2_K_vd, ROW_Q2_K_VD)
 NEON_MM(neon_q3_K_vd, ROW_Q3_K_VD)
-NEON_MM(neon_q4_K_vd, ROW_Q4_K_VD)
-NEON_MM(neon_q5_K_vd, ROW_Q5_K_VD)
-NEON_MM(neon_q6_K_vd, ROW_Q6_K_VD)
+NEON_MM4(neon_q4_K_vd, ROW_Q4_K_VD, ROW_Q4_K_VD4)
+NEON_MM4(neon_q5_K_vd, ROW_Q5_K_VD, ROW_Q5_K_VD4)
+NEON_MM4(neon_q6_K_vd, ROW_Q6_K_VD, ROW_Q6_K_VD4)
 NEON_MM(neon_iq4_xs_vd, ROW_IQ4_XS_VD)
-NEON_MM(neon_q4_K_rp, ROW_Q4_K_RP)
-NEON_MM(neon_q5_K_rp, ROW_Q5_K_RP)
-NEON_MM(neon_q6_K_rpv, ROW_Q6_K_RPV)
+NEON_MM4(neon_q4_K_rp, ROW_Q4_K_RP, ROW_Q4_K_RP4)
+NEON_MM4(neon_q5_K_rp, ROW_Q5_K_RP, ROW_Q5_K_RP4)
+NEON_MM4(neon_q6_K_rpv, ROW_Q6_K_RPV, ROW_Q6_K_RPV4)
 NEON_MM(neon_q6_K_rpm, ROW_Q6_K_RPM)

@@ -72,6 +72,7 @@ static const g4_kern TABLE = {
     .name = "scalar",
     .geglu = kern_geglu_ref,
     .pick = kern_pick_x86,
+    .expsum = kern_expsum_x86,
     .matmul = { KERN_REF_MATMUL_ALL },
     .quantize_act = {
         [G4_TYPE_F32] = act_f32, [G4_TYPE_F16] = act_f16, [G4_TYPE_BF16] = act_bf16,
