@@ -56,7 +56,7 @@ $(B)/obj/src/kern/kern_neon%.o:  EXTRA = $(ISA_neon)
 # reference quantizers must not contract a*b+c into FMA (bit-exact with ggml's _ref)
 $(B)/obj/src/quant/%.o:          EXTRA = -ffp-contract=off
 
-.PHONY: all lib cli test asan ubsan tsan debug native fuzz fuzz-tok bench bench-model bench-vs-llama demo install uninstall clean help \
+.PHONY: all lib cli test asan ubsan tsan debug native fuzz fuzz-tok bench bench-model bench-vs-llama bench-arm-model demo install uninstall clean help \
         test-deps examples tools
 
 all: $(B)/g4 $(B)/libg4.a $(B)/libg4.so $(B)/g4-test $(B)/simple $(TOOLS)
@@ -172,6 +172,15 @@ bench-model: $(B)/g4-mkmodel
 bench-vs-llama: all bench-model
 	sh scripts/bench_vs_llama.sh $(B) $(BENCH_MODEL)
 
+# static cost estimates of the hot aarch64 loops (llvm-mca) next to llama.cpp's arm64 library's
+# (make test-deps); not timings. Needs gcc-aarch64-linux-gnu and Debian's llvm (llvm-mca; a newer
+# llvm-N is used when installed: LLVM 14 has no Neoverse models).
+ARM_OBJ = $(B)/aarch64-linux-gnu/obj/src/kern
+MCA ?= $(firstword $(foreach v,19 18 17 16 15,$(wildcard /usr/bin/llvm-mca-$(v))) llvm-mca)
+bench-arm-model:
+	$(MAKE) CROSS=aarch64-linux-gnu- B=$(B)/aarch64-linux-gnu $(ARM_OBJ)/kern_neon_k.o $(ARM_OBJ)/kern_neon_b32.o
+	python3 scripts/arm_mca.py $(ARM_OBJ) $(B)/arm64-llama/package/bins/linux-arm64/libggml-cpu-armv8.2_2.so $(MCA)
+
 # ---- install ---------------------------------------------------------------------------
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
@@ -205,4 +214,5 @@ help:
 	@echo "  bench          kernel benchmarks"
 	@echo "  bench-model    write a random E2B-shaped Q4_K_M model for timing (build/bench-e2b-q4_k_m.gguf)"
 	@echo "  bench-vs-llama g4 bench and llama.cpp side by side on that model, with ratios"
+	@echo "  bench-arm-model llvm-mca estimates of the aarch64 hot loops next to llama.cpp's (static, not timings)"
 	@echo "  install        PREFIX=$(PREFIX) DESTDIR=: g4, libg4.a, libg4.so, g4.h, g4.pc"

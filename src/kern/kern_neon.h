@@ -63,7 +63,7 @@ NINLINE float nhsum(float32x4_t v) { return vaddvq_f32(v); }
 /* The same, and for a single token ROW4FN(w, w_row_bytes, x, n, out) over four rows at a time:
  * out[0..4) for rows w, w + w_row_bytes, ... (decode: one activation load for four rows). */
 #define NEON_MM4(name, ROWFN, ROW4FN)                                                                       \
-    static NEON_MM(name##_rows, ROWFN)                                                                      \
+    static __attribute__((noinline)) NEON_MM(name##_rows, ROWFN)                                            \
     void name(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes,                 \
               const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1,       \
               int n_tok) {                                                                                  \
