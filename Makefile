@@ -11,7 +11,10 @@ WARN     = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-proto
 ifeq ($(WERROR),1)
 WARN    += -Werror
 endif
-ALL_CFLAGS = $(CSTD) $(WARN) -D_GNU_SOURCE -DG4_BUILD -fPIC -fvisibility=hidden -Iinclude -Isrc \
+# -ffp-contract=off: a*b + c is never fused behind the code's back (GCC's default in ISO C
+# mode; clang's default would fuse), so results do not depend on the compiler: the kernels
+# fuse exactly where llama.cpp does, with fmaf / intrinsics
+ALL_CFLAGS = $(CSTD) $(WARN) -ffp-contract=off -D_GNU_SOURCE -DG4_BUILD -fPIC -fvisibility=hidden -Iinclude -Isrc \
              $(CPPFLAGS) $(CFLAGS)
 LIBS     = -lm -lpthread
 SOVER    = 0

@@ -21,6 +21,7 @@ $CC $F -ffp-contract=off -c src/quant/quant_ref.c -o "$OUT/quant_ref.o" || fail 
 $CC $F -ffp-contract=off -c src/quant/types.c -o "$OUT/types.o" || fail "compile types.c"
 $CC $F -c src/kern/cpu.c -o "$OUT/cpu.o" || fail "compile cpu.c"
 $CC $F -c src/kern/kern_scalar.c -o "$OUT/kern_scalar.o" || fail "compile kern_scalar.c"
+$CC $F -c src/kern/kern_exp.c -o "$OUT/kern_exp.o" || fail "compile kern_exp.c"
 $CC $F -mavx2 -mfma -mf16c -c src/kern/kern_avx2.c -o "$OUT/kern_avx2.o" || fail "compile kern_avx2.c"
 $CC $F -mavx2 -mfma -mf16c -c src/kern/kern_avx512.c -o "$OUT/kern_avx512.o" || fail "compile kern_avx512.c (SIMDe)"
 $CC $F -o "$OUT/g4-test" tests/test_main.c tests/test_kern.c "$OUT"/*.o -lm || fail "link"
