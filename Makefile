@@ -41,11 +41,13 @@ ifneq ($(filter aarch64 arm64,$(ARCH)),)
 LIB_SRC += $(wildcard src/kern/kern_neon*.c)
 endif
 CLI_SRC  = $(wildcard cli/*.c)
+SRV_SRC  = $(wildcard server/*.c)
 TEST_SRC = $(wildcard tests/*.c)
 TOOL_SRC = $(wildcard tools/*.c)
 
 LIB_OBJ  = $(LIB_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ  = $(CLI_SRC:%.c=$(B)/obj/%.o)
+SRV_OBJ  = $(SRV_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/page.o
 TEST_OBJ = $(TEST_SRC:%.c=$(B)/obj/%.o)
 TOOLS    = $(TOOL_SRC:tools/%.c=$(B)/%)
 
@@ -59,7 +61,7 @@ $(B)/obj/src/kern/kern_neon%.o:  EXTRA = $(ISA_neon)
 # reference quantizers must not contract a*b+c into FMA (bit-exact with ggml's _ref)
 $(B)/obj/src/quant/%.o:          EXTRA = -ffp-contract=off
 
-.PHONY: all lib cli test asan ubsan tsan debug native fuzz fuzz-tok bench bench-model bench-vs-llama bench-arm-model demo install uninstall clean help \
+.PHONY: all lib cli test asan ubsan tsan debug native fuzz fuzz-tok fuzz-state fuzz-json fuzz-http bench bench-model bench-vs-llama bench-arm-model demo install uninstall clean help \
         test-deps examples tools
 
 all: $(B)/g4 $(B)/libg4.a $(B)/libg4.so $(B)/g4-test $(B)/simple $(TOOLS)
@@ -74,6 +76,24 @@ $(B)/obj/%.o: %.c
 	@$(if $(Q),echo "  CC  $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(EXTRA) -MMD -MP -c $< -o $@
 
+# the server (server/) sees include/g4.h only: no -Isrc, no G4_BUILD
+SRV_CFLAGS = $(CSTD) $(WARN) -ffp-contract=off -D_GNU_SOURCE -fPIC -Iinclude $(CPPFLAGS) $(CFLAGS)
+$(B)/obj/server/%.o: server/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC  $<")
+	$(Q)$(CC) $(SRV_CFLAGS) -MMD -MP -c $< -o $@
+# the chat page (server/page.html) becomes a C array, with POSIX od and sed only
+$(B)/gen/page.c: server/page.html
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  GEN $@")
+	$(Q){ echo '/* generated from server/page.html by the Makefile */'; echo '#include <stddef.h>'; \
+	  echo 'const unsigned char serve_page[] = {'; od -An -v -tx1 $< | sed -e 's/  */ /g' -e 's/^ //' -e '/^$$/d' \
+	  -e 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0x00};'; \
+	  echo 'const size_t serve_page_len = sizeof serve_page - 1;'; } > $@.tmp && mv $@.tmp $@
+$(B)/obj/gen/page.o: $(B)/gen/page.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(SRV_CFLAGS) -c $< -o $@
+
 $(B)/libg4.a: $(LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
@@ -84,12 +104,13 @@ $(B)/libg4.so: $(B)/libg4.so.$(VERSION)
 	ln -sf libg4.so.$(VERSION) $(B)/libg4.so.$(SOVER)
 	ln -sf libg4.so.$(VERSION) $@
 
-$(B)/g4: $(CLI_OBJ) $(B)/libg4.a
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(STATIC) -o $@ $(CLI_OBJ) $(B)/libg4.a $(LIBS)
+$(B)/g4: $(CLI_OBJ) $(SRV_OBJ) $(B)/libg4.a
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(STATIC) -o $@ $(CLI_OBJ) $(SRV_OBJ) $(B)/libg4.a $(LIBS)
 
 # tests link the objects directly, so they reach internal (hidden) functions
-$(B)/g4-test: $(TEST_OBJ) $(LIB_OBJ)
+$(B)/g4-test: $(TEST_OBJ) $(LIB_OBJ) $(SRV_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(STATIC) -o $@ $^ $(LIBS)
+$(TEST_OBJ): EXTRA = -Iserver
 
 $(B)/simple: examples/simple.c $(B)/libg4.a
 	$(CC) $(CSTD) $(WARN) -Iinclude $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(STATIC) -o $@ $< $(B)/libg4.a $(LIBS)
@@ -97,7 +118,7 @@ $(B)/simple: examples/simple.c $(B)/libg4.a
 $(B)/%: tools/%.c $(LIB_OBJ)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(STATIC) -o $@ $< $(LIB_OBJ) $(LIBS)
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(SRV_SRC:%.c=$(B)/obj/%.d)
 
 # ---- tests -----------------------------------------------------------------------------
 # tests/run.sh runs build/g4-test and every tests/sh/*.sh and sums their counts.
@@ -112,6 +133,7 @@ test-deps:
 	cd tests/oracle && npm install --no-audit --no-fund  # npm ci rejects the lock: optional platform packages are omitted (.npmrc)
 	mkdir -p $(B)/arm64-llama && cd $(B)/arm64-llama && \
 	    npm pack --silent $(ARM64_LLAMA) >/dev/null && tar xzf node-llama-cpp-linux-arm64-3.22.1.tgz
+	cd tests/serve && npm install --no-audit --no-fund   # openai SDK (v7) and playwright-core for g4 serve's tests
 
 # ---- sanitizer and debug builds (separate trees under build/) --------------------------
 SAN_FLAGS = -O1 -g -fno-omit-frame-pointer
@@ -157,6 +179,33 @@ fuzz-tok:
 	@mkdir -p $(B)/fuzz/work-tok tests/fuzz/corpus-tok
 	$(B)/fuzz/fuzz_tok -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 -max_len=4096 -timeout=10 \
 	    -artifact_prefix=tests/fuzz/corpus-tok/ $(B)/fuzz/work-tok tests/fuzz/corpus-tok
+
+# saved session state (g4_session_load's reader) on a tiny fixed model; the seed is a valid
+# state written by the target itself (crashers: tests/fuzz/corpus-state, replayed by g4-test batch)
+fuzz-state:
+	$(MAKE) B=$(B)/fuzz CC=clang CFLAGS="-g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+	        LDFLAGS="$(FUZZ_SAN)" $(B)/fuzz/libg4.a
+	clang $(CSTD) -D_GNU_SOURCE -DG4_BUILD -Iinclude -Isrc -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) \
+	    -o $(B)/fuzz/fuzz_state tests/fuzz/fuzz_state.c $(B)/fuzz/libg4.a -lm -lpthread
+	@mkdir -p $(B)/fuzz/work-state $(B)/fuzz/seeds-state tests/fuzz/corpus-state
+	G4_FUZZ_SEED_DIR=$(B)/fuzz/seeds-state $(B)/fuzz/fuzz_state -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 \
+	    -max_len=65536 -timeout=10 -artifact_prefix=tests/fuzz/corpus-state/ $(B)/fuzz/work-state \
+	    $(B)/fuzz/seeds-state tests/fuzz/corpus-state
+
+# the JSON reader and the HTTP request parser (crashers: tests/fuzz/corpus-json, corpus-http;
+# replayed by g4-test json / http)
+fuzz-json:
+	@mkdir -p $(B)/fuzz/work-json tests/fuzz/corpus-json
+	clang $(CSTD) -D_GNU_SOURCE -DG4_BUILD -Iinclude -Isrc -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) \
+	    -o $(B)/fuzz/fuzz_json tests/fuzz/fuzz_json.c src/json.c src/status.c
+	$(B)/fuzz/fuzz_json -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 -max_len=65536 -timeout=10 \
+	    -artifact_prefix=tests/fuzz/corpus-json/ $(B)/fuzz/work-json tests/fuzz/corpus-json
+fuzz-http:
+	@mkdir -p $(B)/fuzz/work-http tests/fuzz/corpus-http
+	clang $(CSTD) -D_GNU_SOURCE -Iinclude -Iserver -g -O1 -fsanitize=fuzzer $(FUZZ_SAN) \
+	    -o $(B)/fuzz/fuzz_http tests/fuzz/fuzz_http.c server/http.c
+	$(B)/fuzz/fuzz_http -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 -max_len=65536 -timeout=10 \
+	    -artifact_prefix=tests/fuzz/corpus-http/ $(B)/fuzz/work-http tests/fuzz/corpus-http
 
 # ---- demo, bench -----------------------------------------------------------------------
 demo: all
@@ -213,6 +262,7 @@ help:
 	@echo "  debug native   -O0 -DG4_DEBUG build; -march=native build (never the default)"
 	@echo "  fuzz           libFuzzer over the GGUF reader and model validation (FUZZ_TIME=60)"
 	@echo "  fuzz-tok       libFuzzer over the tokenizer, detokenizer and chat renderer"
+	@echo "  fuzz-json fuzz-http  libFuzzer over the JSON reader; over the HTTP request parser"
 	@echo "  demo           write a tiny random Gemma 4 model and run it"
 	@echo "  bench          kernel benchmarks"
 	@echo "  bench-model    write a random E2B-shaped Q4_K_M model for timing (build/bench-e2b-q4_k_m.gguf)"

@@ -13,6 +13,7 @@ int cmd_perplexity(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_serve(int argc, char **argv); /* server/serve.c */
 
 /* ==== helpers shared by the subcommands (cli/util.c) ==== */
 

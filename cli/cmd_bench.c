@@ -1,14 +1,24 @@
 /* cmd_bench.c - g4 bench: prompt-processing and generation speed, as llama-bench measures it.
  *
  *   g4 bench -m MODEL [-t 1,2] [-p 512] [-n 128] [-r 5] [-ub 512] [-o md|json]
+ *   g4 bench -m MODEL -np 1,4,8 [-p 128] [-n 32] ...   (batched: llama-batched-bench)
+ *   g4 bench -m MODEL -d 0,4096 ...                      (tests after a prefilled context)
  *
  * Every combination of the comma lists runs: for each model and thread count (the model is
  * opened once per thread count, since g4_model_opts.n_threads is fixed at open), a pp test
  * per -p value (BOS + random ids evaluated as one prompt from an empty cache) and a tg test
- * per -n value (BOS then random ids, one token per eval, from an empty cache). Each test runs
+ * per -n value (BOS then random ids, one token per eval, from an empty cache); with -d LIST
+ * (llama-bench's --n-depth) every test runs after that many random tokens are already in
+ * the cache (prefilled once, untimed; each repetition truncates back to the depth, or
+ * prefills again when a sliding ring cannot go back that far). Each test runs
  * once untimed (warm-up, unless --no-warmup), then -r timed repetitions; a repetition's rate
  * is tokens / seconds of g4_session_eval calls only (no tokenization, no sampling). The
  * table shows mean ± sample standard deviation of the repetitions' rates.
+ *
+ * With -np LIST the tests are batched instead (bench_batch.c): for each N in LIST, N
+ * sessions evaluate a -p token prompt each in one g4_batch_eval, then decode -n tokens
+ * together; the table shows the prompt rate and the aggregate and per-sequence decode
+ * rates (llama-batched-bench's S_PP, S_TG), mean ± stddev over -r repetitions.
  *
  * stdout: llama-bench's Markdown table (rows printed as tests finish) or, with -o json, one
  * JSON array at the end. stderr: load timings, progress, a summary.
@@ -24,6 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench_batch.h"
 #include "cli.h"
 #include "g4.h"
 #include "g4_impl.h"
@@ -43,6 +54,9 @@ static void usage(FILE *out) {
             "  -n, --n-gen LIST        generated tokens for tg tests (default 128; 0 = none)\n"
             "  -r, --repetitions N     timed repetitions per test (default 5)\n"
             "  -ub, --ubatch-size LIST prompt chunk size (default 512)\n"
+            "  -d, --n-depth LIST      tokens already in the cache before each test (default 0)\n"
+            "  -np, -npl LIST          batched: sequences decoding together (llama-batched-bench;\n"
+            "                          -p/-n are then per sequence, defaults 128 / 32)\n"
             "  -ctk, --cache-type-k T  KV cache type: f16 (default), f32, q8_0\n"
             "  -o, --output md|json    output format (default md)\n"
             "  --no-warmup             skip the untimed warm-up run\n"
@@ -159,6 +173,9 @@ static void describe(const g4_model *m, model_desc *d) {
 typedef struct result {
     int      model;
     long     n_prompt, n_gen, threads, ubatch;
+    long     np;            /* batched tests: sequences (0 = a llama-bench test) */
+    long     depth;         /* tokens in the cache before the test */
+    double   pp_avg, pp_sd; /* batched: prompt tokens/s over all sequences */
     double   avg, sd;       /* tokens/s */
     double   avg_ns, sd_ns; /* per repetition */
     double   samples_ts[64], samples_ns[64];
@@ -191,9 +208,28 @@ static void md_row(const model_desc *d, const result *r) {
     else snprintf(params, sizeof params, "%.2f M", (double)d->params / 1e6);
     if (r->n_prompt) snprintf(test, sizeof test, "pp%ld", r->n_prompt);
     else snprintf(test, sizeof test, "tg%ld", r->n_gen);
+    if (r->depth) snprintf(test + strlen(test), sizeof test - strlen(test), " @ d%ld", r->depth);
     snprintf(ts, sizeof ts, "%.2f ± %.2f", r->avg, r->sd);
     /* "±" is two bytes in UTF-8: pad by one more so the column lines up */
     printf("| %-30.30s | %10s | %10s | %7ld | %15s | %21s |\n", d->name, size, params, r->threads, test, ts);
+    fflush(stdout);
+}
+
+static void md_header_np(void) {
+    printf("| %-30s | %7s | %4s | %5s | %5s | %18s | %18s | %12s |\n", "model", "threads", "B", "PP", "TG", "S_PP t/s",
+           "S_TG t/s", "S_TG/seq t/s");
+    printf("| %.30s | %.7s | %.4s | %.5s | %.5s | %.18s | %.18s | %.12s |\n", "------------------------------", "------:",
+           "---:", "----:", "----:", "-----------------:", "-----------------:", "-----------:");
+    fflush(stdout);
+}
+
+static void md_row_np(const model_desc *d, const result *r) {
+    char pp[48], tg[48], per[32];
+    snprintf(pp, sizeof pp, "%.2f ± %.2f", r->pp_avg, r->pp_sd);
+    snprintf(tg, sizeof tg, "%.2f ± %.2f", r->avg, r->sd);
+    snprintf(per, sizeof per, "%.2f", r->avg / (double)r->np);
+    printf("| %-30.30s | %7ld | %4ld | %5ld | %5ld | %19s | %19s | %12s |\n", d->name, r->threads, r->np, r->n_prompt,
+           r->n_gen, pp, tg, per);
     fflush(stdout);
 }
 
@@ -208,9 +244,13 @@ static void json_all(const model_desc *d, const char *const *paths, const result
         printf(", \"model_size\": %" PRIu64 ", \"model_n_params\": %" PRIu64 ", \"decode_bytes\": %" PRIu64
                ", \"backends\": \"CPU\", \"kernels\": ", d[r->model].size, d[r->model].params, d[r->model].decode_bytes);
         json_str(kernels[r->model] ? kernels[r->model] : "");
-        printf(", \"n_ubatch\": %ld, \"n_threads\": %ld, \"n_prompt\": %ld, \"n_gen\": %ld, \"test\": \"%s%ld\", "
+        if (r->np)
+            printf(", \"n_parallel\": %ld, \"pp_avg_ts\": %.6f, \"pp_stddev_ts\": %.6f, \"tg_per_seq_ts\": %.6f", r->np,
+                   r->pp_avg, r->pp_sd, r->avg / (double)r->np);
+        printf(", \"n_ubatch\": %ld, \"n_threads\": %ld, \"n_prompt\": %ld, \"n_gen\": %ld, \"n_depth\": %ld, \"test\": \"%s%ld\", "
                "\"avg_ns\": %.0f, \"stddev_ns\": %.0f, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"samples_ns\": [",
-               r->ubatch, r->threads, r->n_prompt, r->n_gen, r->n_prompt ? "pp" : "tg", r->n_prompt ? r->n_prompt : r->n_gen,
+               r->ubatch, r->threads, r->n_prompt, r->n_gen, r->depth, r->n_prompt && !r->np ? "pp" : "tg",
+               r->n_prompt && !r->np ? r->n_prompt : r->n_gen,
                r->avg_ns, r->sd_ns, r->avg, r->sd);
         for (int k = 0; k < r->n_samples; k++) printf("%s%.0f", k ? ", " : "", r->samples_ns[k]);
         printf("], \"samples_ts\": [");
@@ -221,13 +261,32 @@ static void json_all(const model_desc *d, const char *const *paths, const result
     fflush(stdout);
 }
 
-/* one timed run: seconds spent in g4_session_eval, or < 0 on error */
-static double run_once(g4_session *s, const g4_model *m, long n_prompt, long n_gen, int32_t *toks, uint64_t *rng) {
-    const int32_t nv = g4_model_n_vocab(m), bos = g4_model_token_bos(m);
+/* Brings s to `depth` random tokens in the cache: truncates when it holds them already,
+ * else prefills (untimed). *have = the depth s holds. 0 on error. */
+static int at_depth(g4_session *s, const g4_model *m, long depth, long *have, int32_t *toks, uint64_t seed) {
+    if (*have == depth && g4_session_truncate(s, (int32_t)depth) == (int32_t)depth) return 1;
     g4_session_reset(s);
+    *have = 0;
+    if (depth > 0) {
+        const int32_t nv = g4_model_n_vocab(m), bos = g4_model_token_bos(m);
+        uint64_t rng = seed ^ 0x5eedd0u;
+        for (long i = 0; i < depth; i++) toks[i] = (int32_t)(rng_next(&rng) % (uint64_t)nv);
+        if (bos >= 0) toks[0] = bos;
+        if (g4_session_eval(s, toks, (size_t)depth) != G4_OK) return 0;
+    }
+    *have = depth;
+    return 1;
+}
+
+/* one timed run after `depth` cached tokens: seconds spent in the test's g4_session_eval
+ * calls, or < 0 on error */
+static double run_once(g4_session *s, const g4_model *m, long depth, long *have, long n_prompt, long n_gen, int32_t *toks,
+                       uint64_t *rng, uint64_t seed) {
+    const int32_t nv = g4_model_n_vocab(m), bos = g4_model_token_bos(m);
+    if (!at_depth(s, m, depth, have, toks, seed)) return -1;
     long n = n_prompt ? n_prompt : n_gen;
     for (long i = 0; i < n; i++) toks[i] = (int32_t)(rng_next(rng) % (uint64_t)nv);
-    if (bos >= 0) toks[0] = bos;
+    if (bos >= 0 && depth == 0) toks[0] = bos;
     double t0 = progress_now();
     if (n_prompt) {
         if (g4_session_eval(s, toks, (size_t)n_prompt) != G4_OK) return -1;
@@ -241,8 +300,9 @@ static double run_once(g4_session *s, const g4_model *m, long n_prompt, long n_g
 int cmd_bench(int argc, char **argv) {
     const char *models[MAX_MODELS];
     int n_models = 0, json = 0, warmup = 1, verbose = 0;
-    long th[MAX_LIST], pp[MAX_LIST], tg[MAX_LIST], ub[MAX_LIST], reps = 5;
-    int n_th = 0, n_pp = 1, n_tg = 1, n_ub = 1;
+    long th[MAX_LIST], pp[MAX_LIST], tg[MAX_LIST], ub[MAX_LIST], npl[MAX_LIST], dep[MAX_LIST], reps = 5;
+    int n_th = 0, n_pp = 1, n_tg = 1, n_ub = 1, n_np = 0, have_pp = 0, have_tg = 0, n_dep = 1;
+    dep[0] = 0;
     pp[0] = 512; tg[0] = 128; ub[0] = 512;
     const char *cache = NULL;
     unsigned long long seed = 1;
@@ -258,8 +318,21 @@ int cmd_bench(int argc, char **argv) {
             models[n_models++] = v;
         }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { NEED(); if (!parse_list(a, v, 1, 512, th, &n_th)) return 2; }
-        else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) { NEED(); if (!parse_list(a, v, 0, 1 << 20, pp, &n_pp)) return 2; }
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) { NEED(); if (!parse_list(a, v, 0, 1 << 20, tg, &n_tg)) return 2; }
+        else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt") || !strcmp(a, "-npp")) {
+            NEED();
+            if (!parse_list(a, v, 0, 1 << 20, pp, &n_pp)) return 2;
+            have_pp = 1;
+        }
+        else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen") || !strcmp(a, "-ntg")) {
+            NEED();
+            if (!parse_list(a, v, 0, 1 << 20, tg, &n_tg)) return 2;
+            have_tg = 1;
+        }
+        else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) { NEED(); if (!parse_list(a, v, 0, 1 << 20, dep, &n_dep)) return 2; }
+        else if (!strcmp(a, "-np") || !strcmp(a, "-npl") || !strcmp(a, "--n-parallel")) {
+            NEED();
+            if (!parse_list(a, v, 1, G4_BATCH_MAX_SEQ, npl, &n_np)) return 2;
+        }
         else if (!strcmp(a, "-ub") || !strcmp(a, "--ubatch-size")) { NEED(); if (!parse_list(a, v, 1, 1 << 16, ub, &n_ub)) return 2; }
         else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) { NEED(); if (!cli_int(a, v, 1, 64, &reps)) return 2; }
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
@@ -296,10 +369,25 @@ int cmd_bench(int argc, char **argv) {
     }
     long max_tok = 0;
     int n_tests = 0;
-    for (int i = 0; i < n_pp; i++) { if (pp[i] > max_tok) max_tok = pp[i]; if (pp[i] > 0) n_tests++; }
-    for (int i = 0; i < n_tg; i++) { if (tg[i] > max_tok) max_tok = tg[i]; if (tg[i] > 0) n_tests++; }
-    if (n_tests == 0) { fprintf(stderr, "g4 bench: nothing to run (-p and -n are all 0)\n"); return 2; }
-    n_tests *= n_th * n_ub * n_models;
+    if (n_np) { /* batched: llama-batched-bench's defaults, every (np, p, n) combination */
+        if (!have_pp) pp[0] = 128;
+        if (!have_tg) tg[0] = 32;
+        long mp = 0, mg = 0;
+        for (int i = 0; i < n_pp; i++) if (pp[i] > mp) mp = pp[i];
+        for (int i = 0; i < n_tg; i++) if (tg[i] > mg) mg = tg[i];
+        max_tok = mp + mg;
+        if (mg == 0) { fprintf(stderr, "g4 bench: -np needs -n > 0\n"); return 2; }
+        n_tests = n_np * n_pp * n_tg * n_th * n_models;
+    } else {
+        for (int i = 0; i < n_pp; i++) { if (pp[i] > max_tok) max_tok = pp[i]; if (pp[i] > 0) n_tests++; }
+        for (int i = 0; i < n_tg; i++) { if (tg[i] > max_tok) max_tok = tg[i]; if (tg[i] > 0) n_tests++; }
+        if (n_tests == 0) { fprintf(stderr, "g4 bench: nothing to run (-p and -n are all 0)\n"); return 2; }
+        n_tests *= n_th * n_ub * n_models * n_dep;
+    }
+    long max_dep = 0;
+    for (int i = 0; i < n_dep; i++) if (dep[i] > max_dep) max_dep = dep[i];
+    if (n_np && max_dep) { fprintf(stderr, "g4 bench: -d is not supported with -np\n"); return 2; }
+    if (max_tok > (1 << 20)) { fprintf(stderr, "g4 bench: -p + -n is above 2^20 tokens\n"); return 2; }
     for (int i = 0; i < n_models; i++) {
         struct stat sb;
         if (stat(models[i], &sb) != 0) { fprintf(stderr, "g4 bench: %s: %s\n", models[i], strerror(errno)); return 1; }
@@ -308,13 +396,13 @@ int cmd_bench(int argc, char **argv) {
     int rc = 0, log_level = verbose ? G4_LOG_INFO : G4_LOG_WARN;
     char err[512];
     result *res = calloc((size_t)n_tests, sizeof *res);
-    int32_t *toks = malloc((size_t)max_tok * sizeof *toks);
+    int32_t *toks = malloc((size_t)(max_tok > max_dep ? max_tok : max_dep) * sizeof *toks);
     model_desc desc[MAX_MODELS];
     const char *kernels[MAX_MODELS] = {0};
     char kern_names[MAX_MODELS][32];
     if (!res || !toks) { fprintf(stderr, "g4 bench: out of memory\n"); free(res); free(toks); return 1; }
     int n_res = 0;
-    if (!json) md_header();
+    if (!json) { if (n_np) md_header_np(); else md_header(); }
     cli_progress pr;
     const double runs_total = (double)n_tests * (double)(reps + warmup);
     double runs_done = 0;
@@ -341,9 +429,76 @@ int cmd_bench(int argc, char **argv) {
             fprintf(stderr, "g4 bench: loaded %s in %.3f s (%s, kernels %s, %d threads; a decoded token reads %.3f GB of weights)\n",
                     models[mi], progress_now() - t0, desc[mi].name, g4_model_kernels(m), g4_model_n_threads(m),
                     (double)desc[mi].decode_bytes / 1e9);
-            for (int ui = 0; ui < n_ub && !g_int && rc == 0; ui++) {
+            const int cache_t = !cache || !strcmp(cache, "f16") ? G4_CACHE_F16 : !strcmp(cache, "f32") ? G4_CACHE_F32 : G4_CACHE_Q8_0;
+            for (int ni = 0; ni < n_np && !g_int && rc == 0; ni++) {
+                bench_batch bb;
+                if (!bench_batch_open(&bb, m, (int)npl[ni], (int)max_tok, cache_t, err, sizeof err)) {
+                    fprintf(stderr, "g4 bench: %s\n", err);
+                    bench_batch_close(&bb);
+                    rc = 1;
+                    break;
+                }
+                size_t kvb, scb, bab;
+                bench_batch_memory(&bb, &kvb, &scb, &bab);
+                fprintf(stderr, "g4 bench: %ld sessions of %ld positions: each KV %.1f MiB + scratch %.1f MiB, batch scratch %.1f MiB\n",
+                        npl[ni], max_tok, (double)kvb / 1048576.0, (double)scb / 1048576.0, (double)bab / 1048576.0);
+                for (int pi = 0; pi < n_pp && !g_int && rc == 0; pi++)
+                    for (int gi = 0; gi < n_tg && !g_int && rc == 0; gi++) {
+                        if (tg[gi] <= 0) continue;
+                        result *r = &res[n_res];
+                        memset(r, 0, sizeof *r);
+                        r->model = mi;
+                        r->threads = th[ti];
+                        r->ubatch = 512;
+                        r->np = npl[ni];
+                        r->n_prompt = pp[pi];
+                        r->n_gen = tg[gi];
+                        uint64_t rng = seed;
+                        char detail[96];
+                        snprintf(detail, sizeof detail, "B%ld pp%ld tg%ld t=%ld", r->np, r->n_prompt, r->n_gen, th[ti]);
+                        double pps[64];
+                        for (long k = -warmup; k < reps && !g_int; k++) {
+                            double tp, tt;
+                            if (!bench_batch_once(&bb, m, r->n_prompt, r->n_gen, &rng, (const volatile int *)&g_int, &tp, &tt)) {
+                                fprintf(stderr, "g4 bench: %s\n", g4_batch_errmsg(bb.b));
+                                rc = 1;
+                                break;
+                            }
+                            runs_done += 1;
+                            progress_update(&pr, runs_done, detail);
+                            if (k < 0 || g_int) continue;
+                            if (tt <= 0) tt = 1e-9;
+                            pps[r->n_samples] = tp > 0 ? (double)(r->np * r->n_prompt) / tp : 0;
+                            r->samples_ns[r->n_samples] = tt * 1e9;
+                            r->samples_ts[r->n_samples] = (double)(r->np * r->n_gen) / tt;
+                            r->n_samples++;
+                        }
+                        if (rc || r->n_samples < reps) break;
+                        double sum = 0, sum_ns = 0, sum_pp = 0;
+                        for (int k = 0; k < r->n_samples; k++) { sum += r->samples_ts[k]; sum_ns += r->samples_ns[k]; sum_pp += pps[k]; }
+                        r->avg = sum / r->n_samples;
+                        r->avg_ns = sum_ns / r->n_samples;
+                        r->pp_avg = sum_pp / r->n_samples;
+                        double v = 0, vn = 0, vp = 0;
+                        for (int k = 0; k < r->n_samples; k++) {
+                            v += (r->samples_ts[k] - r->avg) * (r->samples_ts[k] - r->avg);
+                            vn += (r->samples_ns[k] - r->avg_ns) * (r->samples_ns[k] - r->avg_ns);
+                            vp += (pps[k] - r->pp_avg) * (pps[k] - r->pp_avg);
+                        }
+                        r->sd = r->n_samples > 1 ? sqrt(v / (r->n_samples - 1)) : 0;
+                        r->sd_ns = r->n_samples > 1 ? sqrt(vn / (r->n_samples - 1)) : 0;
+                        r->pp_sd = r->n_samples > 1 ? sqrt(vp / (r->n_samples - 1)) : 0;
+                        n_res++;
+                        if (!json) {
+                            progress_end(&pr, NULL);
+                            md_row_np(&desc[mi], r);
+                        }
+                    }
+                bench_batch_close(&bb);
+            }
+            for (int ui = 0; ui < n_ub && !n_np && !g_int && rc == 0; ui++) {
                 g4_session_opts so = {0};
-                so.n_ctx = (int32_t)max_tok;
+                so.n_ctx = (int32_t)(max_tok + max_dep);
                 so.n_ubatch = (int32_t)ub[ui];
                 so.cache_type = !cache || !strcmp(cache, "f16") ? G4_CACHE_F16 : !strcmp(cache, "f32") ? G4_CACHE_F32 : G4_CACHE_Q8_0;
                 g4_session *s = NULL;
@@ -352,6 +507,8 @@ int cmd_bench(int argc, char **argv) {
                     rc = 1;
                     break;
                 }
+                long have = -1; /* depth the session holds */
+                for (int di = 0; di < n_dep && !g_int && rc == 0; di++)
                 for (int kind = 0; kind < 2 && !g_int && rc == 0; kind++) {
                     const long *list = kind == 0 ? pp : tg;
                     const int nl = kind == 0 ? n_pp : n_tg;
@@ -364,11 +521,12 @@ int cmd_bench(int argc, char **argv) {
                         r->ubatch = ub[ui];
                         r->n_prompt = kind == 0 ? list[li] : 0;
                         r->n_gen = kind == 1 ? list[li] : 0;
+                        r->depth = dep[di];
                         uint64_t rng = seed;
                         char detail[96];
-                        snprintf(detail, sizeof detail, "%s%ld t=%ld", kind ? "tg" : "pp", list[li], th[ti]);
+                        snprintf(detail, sizeof detail, "%s%ld d%ld t=%ld", kind ? "tg" : "pp", list[li], dep[di], th[ti]);
                         for (long k = -warmup; k < reps && !g_int; k++) {
-                            double dt = run_once(s, m, r->n_prompt, r->n_gen, toks, &rng);
+                            double dt = run_once(s, m, r->depth, &have, r->n_prompt, r->n_gen, toks, &rng, seed);
                             if (dt < 0) {
                                 fprintf(stderr, "g4 bench: %s\n", g4_session_errmsg(s));
                                 rc = 1;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -41,6 +42,9 @@ static void usage(FILE *out) {
             "                         top-k 40, top-p 0.95, min-p 0.05, temp 0.8, repeat 1.0 over 64)\n"
             "  --ignore-eos           do not stop at end-of-generation tokens\n"
             "  --dump-logits FILE     write the last prompt position's logits as n_vocab float32 (LE)\n"
+            "  --prompt-cache FILE    reuse the state saved in FILE for the prompt's common prefix, and\n"
+            "                         save the state after the prompt there (llama.cpp's --prompt-cache)\n"
+            "  --prompt-cache-ro      with --prompt-cache: load only, do not write FILE\n"
             "  -v, --verbose          memory plan, timings and loader messages on stderr\n"
             "  -h, --help             this text\n");
 }
@@ -104,8 +108,8 @@ static int write_logits(const char *path, const float *logits, int32_t n) {
 }
 
 typedef struct run_opts {
-    const char *model, *prompt, *file, *dump, *cache;
-    int ids, verbose, ignore_eos;
+    const char *model, *prompt, *file, *dump, *cache, *pcache;
+    int ids, verbose, ignore_eos, pcache_ro;
     long n_predict, n_ctx, n_ubatch, threads;
     cli_samp samp;
 } run_opts;
@@ -127,6 +131,8 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         else if (!strcmp(a, "--ignore-eos")) o->ignore_eos = 1;
         else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = 1;
         else if (!strcmp(a, "--dump-logits")) { NEED(); o->dump = v; }
+        else if (!strcmp(a, "--prompt-cache")) { NEED(); o->pcache = v; }
+        else if (!strcmp(a, "--prompt-cache-ro")) o->pcache_ro = 1;
         else if (!strcmp(a, "--cache-type") || !strcmp(a, "-ctk")) { NEED(); o->cache = v; }
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { NEED(); if (!cli_int(a, v, -1, INT32_MAX, &o->n_predict)) return 0; }
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { NEED(); if (!cli_int(a, v, 0, INT32_MAX, &o->n_ctx)) return 0; }
@@ -226,8 +232,12 @@ int cmd_run(int argc, char **argv) {
         g4_session_memory(s, &kv, &scratch);
         fprintf(stderr, "g4 run: kernels %s, %d threads, n_ctx %d, load %.2f s\n", g4_model_kernels(m),
                 g4_model_n_threads(m), (int)g4_session_n_ctx(s), t_load);
-        fprintf(stderr, "g4 run: memory: weights %.1f MiB mapped, KV cache %.2f MiB (%s), scratch %.2f MiB\n",
-                wmb, (double)kv / 1048576.0, o.cache ? o.cache : "f16", (double)scratch / 1048576.0);
+        size_t per_pos = 0, rings = 0;
+        g4_session_kv_split(s, &per_pos, &rings);
+        fprintf(stderr, "g4 run: memory: weights %.1f MiB mapped, KV cache %.2f MiB (%s: %zu bytes per position of context "
+                "in the full-attention layers, %.2f MiB of sliding-window rings), scratch %.2f MiB\n",
+                wmb, (double)kv / 1048576.0, o.cache ? o.cache : "f16", per_pos, (double)rings / 1048576.0,
+                (double)scratch / 1048576.0);
         fprintf(stderr, "g4 run: prompt %zu tokens\n", n_prompt);
     }
 
@@ -239,10 +249,37 @@ int cmd_run(int argc, char **argv) {
 
     void (*prev)(int) = signal(SIGINT, on_sigint);
 
-    /* prompt */
+    /* prompt: with a prompt cache, what it holds of the prompt's prefix is kept (at least the
+     * last token is evaluated again, for its logits) */
     double t1 = now_s();
-    st = g4_session_eval(s, prompt, n_prompt);
+    size_t reuse = 0;
+    if (o.pcache && access(o.pcache, F_OK) == 0) {
+        const size_t cap = (size_t)g4_session_n_ctx(s);
+        int32_t *cached = malloc(cap * sizeof *cached);
+        size_t n_cached = 0;
+        if (!cached) { fprintf(stderr, "g4 run: out of memory\n"); signal(SIGINT, prev); goto done; }
+        st = g4_session_load(s, o.pcache, cached, cap, &n_cached);
+        if (st != G4_OK) {
+            fprintf(stderr, "g4 run: prompt cache: %s\n", g4_session_errmsg(s));
+            free(cached);
+            signal(SIGINT, prev);
+            goto done;
+        }
+        size_t common = 0;
+        while (common < n_cached && common < n_prompt && cached[common] == prompt[common]) common++;
+        free(cached);
+        if (common >= n_prompt) common = n_prompt - 1;
+        reuse = (size_t)g4_session_truncate(s, (int32_t)common);
+        if (o.verbose) fprintf(stderr, "g4 run: prompt cache %s: %zu of %zu prompt tokens reused\n", o.pcache, reuse, n_prompt);
+    }
+    st = g4_session_eval(s, prompt + reuse, n_prompt - reuse);
     if (st != G4_OK) { fprintf(stderr, "g4 run: prompt: %s\n", g4_session_errmsg(s)); signal(SIGINT, prev); goto done; }
+    if (o.pcache && !o.pcache_ro && g4_session_save(s, o.pcache, prompt, n_prompt) != G4_OK) {
+        fprintf(stderr, "g4 run: prompt cache: %s\n", g4_session_errmsg(s));
+        st = G4_ERR_IO;
+        signal(SIGINT, prev);
+        goto done;
+    }
     double t_prompt = now_s() - t1;
     const float *logits = g4_session_logits(s);
     if (o.dump && !write_logits(o.dump, logits, n_vocab)) { signal(SIGINT, prev); goto done; }

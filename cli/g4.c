@@ -19,6 +19,7 @@ static const cmd CMDS[] = {
     { "tokenize",   cmd_tokenize,   "show the token ids of a text" },
     { "info",       cmd_info,       "show a GGUF file's metadata, hyperparameters and tensors" },
     { "quantize",   cmd_quantize,   "convert a GGUF to another weight type" },
+    { "serve",      cmd_serve,      "OpenAI-compatible HTTP server with a chat page" },
 };
 #define N_CMDS (sizeof CMDS / sizeof CMDS[0])
 

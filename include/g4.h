@@ -20,7 +20,8 @@
  *
  * Threads: a g4_model is immutable after open and may be shared between sessions. A
  * g4_session is used by one thread at a time. Sessions of one model share the model's
- * thread pool, so their evals run one after another.
+ * thread pool, so their evals run one after another; g4_batch_eval advances many sessions
+ * in one pass over the weights.
  *
  * Errors: every fallible call returns a g4_status. Constructors also write a one-line
  * message into the caller's err buffer (err may be NULL); later calls keep their last
@@ -119,6 +120,11 @@ typedef struct g4_session_opts {
     int32_t n_ubatch;   /* prompt chunk, 0 = 128 */
     int     cache_type; /* G4_CACHE_F16 (default), G4_CACHE_F32, G4_CACHE_Q8_0 */
     int     logits_all; /* 1 = keep logits for every evaluated position (perplexity) */
+    int32_t n_logits;   /* logits rows an eval may return (G4_EVAL_ALL_LOGITS), 0 = 1
+                         * (n_ubatch with logits_all) */
+    int     batch_only; /* 1 = evaluated only through g4_batch_eval: no rows scratch of its
+                         * own (g4_session_eval then fails), so an added session costs its KV
+                         * cache and one logits row; n_ubatch still bounds its tokens per chunk */
 } g4_session_opts;
 
 /* Allocates the KV cache and every buffer once; evals never allocate. *out = NULL on failure. */
@@ -133,7 +139,17 @@ G4_API g4_status    g4_session_eval(g4_session *s, const int32_t *tok, size_t n_
 /* [n_vocab] logits (after the final soft-cap) of the last evaluated position; valid until the
  * next eval/reset/free. NULL before the first eval. */
 G4_API const float *g4_session_logits(const g4_session *s);
-/* With logits_all: logits of the i-th token of the last eval call (0 <= i < n_tok), else NULL. */
+/* Flags of g4_session_eval_ex:
+ * G4_EVAL_ALL_LOGITS: logits of every token of this eval (n_tok <= the session's n_logits),
+ *   read with g4_session_logits_ith (what logits_all does for every eval);
+ * G4_EVAL_DECODE_ORDER: every token in the float order of a one-token eval, so evaluating
+ *   k tokens at once gives the bits of k evals of one token each (verifying drafted tokens
+ *   in one pass gives exactly what plain decoding would have). Without it a multi-token eval
+ *   follows llama.cpp's batch float order, as g4_session_eval does. */
+enum { G4_EVAL_ALL_LOGITS = 1, G4_EVAL_DECODE_ORDER = 2 };
+G4_API g4_status    g4_session_eval_ex(g4_session *s, const int32_t *tok, size_t n_tok, unsigned flags);
+/* Logits of the i-th token of the last eval call (0 <= i < n_tok) when it returned every
+ * token's (logits_all or G4_EVAL_ALL_LOGITS), else NULL. */
 G4_API const float *g4_session_logits_ith(const g4_session *s, size_t i);
 G4_API void         g4_session_reset(g4_session *s);               /* forget all positions */
 G4_API int32_t      g4_session_n_past(const g4_session *s);
@@ -141,6 +157,73 @@ G4_API int32_t      g4_session_n_ctx(const g4_session *s);
 G4_API const char  *g4_session_errmsg(const g4_session *s);        /* last error, "" if none */
 /* Memory plan of the session: bytes of KV cache and of scratch buffers. */
 G4_API void         g4_session_memory(const g4_session *s, size_t *kv_bytes, size_t *scratch_bytes);
+/* The KV cache split: bytes per position of context (the full-attention layers that own a
+ * cache: they hold every position) and bytes that do not grow with n_ctx (the sliding
+ * layers' rings of window + n_ubatch - 1 positions). */
+G4_API void         g4_session_kv_split(const g4_session *s, size_t *per_position, size_t *rings);
+
+/* Forgets positions >= n_keep (prefix reuse: keep a shared prefix, evaluate what changed).
+ * Returns the new n_past: min(n_keep, n_past) when the sliding-window layers still hold
+ * what continuing there needs, else 0 (then re-evaluate from the start). Their rings hold
+ * the window plus n_ubatch - 1 positions, so going back up to n_ubatch positions behind the
+ * furthest position written always works; a deeper cut of a long session may not. Logits are
+ * forgotten (g4_session_logits is NULL until the next eval). */
+G4_API int32_t      g4_session_truncate(g4_session *s, int32_t n_keep);
+
+/* Abort: fn(ud) is called before each forward chunk (n_ubatch tokens) of every eval of s
+ * (alone or in a batch); nonzero stops the eval with G4_ERR_ABORTED. Nothing is appended:
+ * every session of the eval is back at its n_past from before the call, or at 0 when its
+ * sliding rings no longer hold that position's window (an eval stopped within its first
+ * chunk always keeps it; see g4_session_truncate). fn NULL removes the callback. */
+typedef int (*g4_abort_fn)(void *ud);
+G4_API void         g4_session_set_abort(g4_session *s, g4_abort_fn fn, void *ud);
+
+/* Saved state (llama.cpp's --prompt-cache, llama_state_save_file / load_file): the positions
+ * in use and their KV rows, and optionally the token ids at those positions (n_tokens 0, or
+ * n_past ids), bound to the model file (its size and a hash of its tensor table and sampled
+ * weights) and the session's cache type. Load checks everything before it changes anything:
+ * on any error (another model, another cache type, a truncated, oversized or hostile file,
+ * G4_ERR_BUFFER when cap is too small, *n_tokens then the count needed) the session is left as
+ * it was and g4_session_errmsg says what is wrong; on success *n_tokens ids are in tokens
+ * (tokens may be NULL when the file holds none). Logits are not saved: evaluate at least one
+ * token after a load (e.g. truncate to n_past - 1 and evaluate the last token again). */
+G4_API g4_status    g4_session_save(g4_session *s, const char *path, const int32_t *tokens, size_t n_tokens);
+G4_API g4_status    g4_session_load(g4_session *s, const char *path, int32_t *tokens, size_t cap, size_t *n_tokens);
+
+/* ==== Many sessions at once ==== */
+
+/* A batch evaluates several sessions of one model in one pass: every weight matrix streams
+ * once per chunk for all of them (continuous batching: some sessions decode one token while
+ * others feed prompt chunks); attention runs per session against its own cache. The batch
+ * owns the rows scratch of those passes; sessions keep their caches. */
+typedef struct g4_batch g4_batch;
+
+enum { G4_BATCH_MAX_SEQ = 256 }; /* sessions in one g4_batch_eval */
+
+typedef struct g4_batch_opts {
+    int32_t n_ubatch;  /* rows (tokens over all sessions) of one forward chunk, 0 = 128 */
+    int32_t n_out;     /* logits rows of one chunk, 0 = 16: sessions finishing in one chunk
+                        * (a logits_all session's every token counts) */
+} g4_batch_opts;
+
+G4_API g4_status g4_batch_create(g4_batch **out, g4_model *m, const g4_batch_opts *opts,
+                                 char *err, size_t errlen);
+G4_API void      g4_batch_free(g4_batch *b); /* NULL-safe */
+
+/* Advances s[i] by tok[i][0 .. n_tok[i]) for every i < n (n <= G4_BATCH_MAX_SEQ distinct
+ * sessions of b's model, every n_tok[i] >= 1). Afterwards g4_session_logits(s[i]) is the
+ * logits of s[i]'s last token, as after g4_session_eval. All-or-nothing as g4_session_eval:
+ * on an error no session changed and g4_batch_errmsg names the session (its index in s) and
+ * the reason. Each session's results are what llama.cpp gives for that sequence when it
+ * decodes the same sequences together (sequence ids 0..n-1 in the order of s, one
+ * llama_batch, a KV cache per sequence): a session decoding one token next to others takes
+ * their batch's float order, so its logits may differ in the last bits from a lone eval.
+ * Sessions are used by this call only: not concurrently elsewhere. */
+G4_API g4_status   g4_batch_eval(g4_batch *b, g4_session *const *s, const int32_t *const *tok,
+                                 const size_t *n_tok, size_t n);
+G4_API const char *g4_batch_errmsg(const g4_batch *b); /* last error, "" if none */
+/* Bytes of the batch's scratch (rows of n_ubatch tokens and n_out logits rows). */
+G4_API size_t      g4_batch_memory(const g4_batch *b);
 
 /* ==== Tokenizer ==== */
 
@@ -224,6 +307,59 @@ G4_API g4_status g4_chat_render(const g4_model *m, const g4_chat_msg *msgs, size
 G4_API g4_status g4_chat_tokenize(const g4_model *m, const g4_chat_msg *msgs, size_t n_msgs,
                                   int add_bos, int add_gen, int thinking,
                                   int32_t *out, size_t cap, size_t *n_out);
+
+
+/* ==== JSON reader and string quoting ====
+ * A strict RFC 8259 reader for programs that take JSON from the network (g4 serve) and for
+ * the chat renderer's tool declarations. Errors (G4_ERR_ARG, message "JSON: ... at byte N"):
+ * invalid syntax, duplicate keys, lone surrogates in \u escapes, invalid UTF-8, unescaped
+ * control characters, numbers outside the double range, a byte order mark, trailing data,
+ * nesting deeper than max_depth (0 = 64). The parser never recurses; its memory is linear in
+ * len. A document is immutable; values (g4_jv) are borrowed from it until g4_json_free. */
+typedef struct g4_json g4_json;
+typedef struct g4_jv   g4_jv;
+enum { G4_JSON_NONE = 0, /* absent (a NULL g4_jv) */
+       G4_JSON_NULL, G4_JSON_FALSE, G4_JSON_TRUE, G4_JSON_NUMBER, G4_JSON_STRING, G4_JSON_ARRAY, G4_JSON_OBJECT };
+
+G4_API g4_status    g4_json_parse(g4_json **out, const char *text, size_t len, int max_depth,
+                                  char *err, size_t errlen);           /* *out = NULL on failure */
+G4_API void         g4_json_free(g4_json *d);                         /* NULL-safe */
+G4_API const g4_jv *g4_json_root(const g4_json *d);
+/* Every accessor accepts NULL (and answers "absent": NONE, 0, NULL). */
+G4_API int          g4_jv_type(const g4_jv *v);
+G4_API size_t       g4_jv_len(const g4_jv *v);                /* array elements, object members, string bytes */
+G4_API const g4_jv *g4_jv_at(const g4_jv *v, size_t i);      /* i-th element / member value, in source order */
+G4_API const char  *g4_jv_key(const g4_jv *obj, size_t i, size_t *len); /* i-th member's key (decoded, NUL-terminated) */
+G4_API const g4_jv *g4_jv_get(const g4_jv *obj, const char *key);      /* member by key, NULL if absent */
+/* Decoded string (UTF-8, NUL-terminated; may hold NUL bytes: use *len), NULL if not a string. */
+G4_API const char  *g4_jv_str(const g4_jv *v, size_t *len);
+G4_API double       g4_jv_num(const g4_jv *v);                /* 0 if not a number */
+/* 1 and *out when v is a number with an exact integer value (2, 2.0, 2e0; integers written
+ * without fraction or exponent are read exactly from the text), else 0. */
+G4_API int          g4_jv_int(const g4_jv *v, int64_t *out);
+G4_API int          g4_jv_uint(const g4_jv *v, uint64_t *out);
+G4_API const char  *g4_jv_raw(const g4_jv *v, size_t *len);  /* the value's source text */
+/* Writes s[0..n) as a JSON string literal (quotes included) into out[cap]; returns the bytes
+ * it needs (write nothing past cap; call with cap 0 to size). Invalid UTF-8 bytes become
+ * U+FFFD, so the output is always valid JSON; U+2028/2029 are escaped. At most 6 n + 2. */
+G4_API size_t       g4_json_quote(char *out, size_t cap, const char *s, size_t n);
+
+
+/* ==== A Gemma 4 answer: content, reasoning and tool calls ====
+ * Splits generated text (detokenized with flags 0: the markers below are user-defined tokens,
+ * always rendered) into the answer, the thinking ("<|channel>thought\n...<channel|>") and
+ * tool calls ("<|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|>"), streaming: push
+ * text as it is generated; fn receives each piece as soon as it is certain (a marker prefix
+ * is held back at most 12 bytes). A tool call comes whole, with its name and its arguments
+ * as a JSON object (strings quoted, numbers/true/false/null kept, other bare words as
+ * strings); one that does not parse, or never closes (or passes 1 MiB), comes back as
+ * content, markers included. end = 1 flushes. fn returns nonzero to stop (G4_ERR_ABORTED). */
+typedef struct g4_reply g4_reply;
+enum { G4_REPLY_CONTENT = 0, G4_REPLY_REASONING = 1, G4_REPLY_TOOL_CALL = 2 };
+typedef int (*g4_reply_fn)(void *ud, int kind, const char *text, size_t n, const char *name, size_t name_len);
+G4_API g4_status g4_reply_create(g4_reply **out);  /* *out = NULL on failure */
+G4_API void      g4_reply_free(g4_reply *r);       /* NULL-safe */
+G4_API g4_status g4_reply_push(g4_reply *r, const char *text, size_t n, int end, g4_reply_fn fn, void *ud);
 
 #ifdef __cplusplus
 }

@@ -46,14 +46,14 @@ void attn_rope_cs(float *cs, int64_t pos, const float *ff, float base, int n_rot
     }
 }
 
-static void rope_row(g4_session *s, const void *arg, int t) {
+static void rope_row(g4_work *w, const void *arg, int t) {
     const g4_layer *l = arg;
-    float *cs = s->rope_cs + (size_t)t * (size_t)s->head_dim_max; /* [n_rot/2] (cos, sin) */
-    attn_rope_cs(cs, s->pos[t], l->swa ? NULL : s->m->rope_freqs, l->rope_base, l->n_rot);
+    float *cs = w->rope_cs + (size_t)t * (size_t)w->head_dim_max; /* [n_rot/2] (cos, sin) */
+    attn_rope_cs(cs, w->pos[t], l->swa ? NULL : w->m->rope_freqs, l->rope_base, l->n_rot);
 }
 
-void attn_rope_cache(g4_session *s, const g4_layer *l, int r0, int T) {
-    forward_rows(s, r0, T, rope_row, l);
+void attn_rope_cache(g4_work *w, const g4_layer *l, int r0, int T) {
+    forward_rows(w, r0, T, rope_row, l);
 }
 
 /* NEOX (rotate-half): pair j with j + n_rot/2; dims >= n_rot pass through.
@@ -74,24 +74,24 @@ void attn_rope_neox(float *x, const float *cs, int n_rot) {
 /* ==== Q, K, V preparation ==== */
 
 /* ref: gemma4.cpp "Qcur_normed" (build_norm with attn_q_norm per head), "Qcur_pos" */
-static void q_prep_row(g4_session *s, const void *arg, int t) {
+static void q_prep_row(g4_work *w, const void *arg, int t) {
     const g4_layer *l = arg;
     const int hd = l->head_dim;
     const size_t q_dim = (size_t)hd * (size_t)l->n_head;
-    const float *cs = s->rope_cs + (size_t)t * (size_t)s->head_dim_max;
+    const float *cs = w->rope_cs + (size_t)t * (size_t)w->head_dim_max;
     for (int h = 0; h < l->n_head; h++) {
-        float *q = s->Qcur + (size_t)t * q_dim + (size_t)h * (size_t)hd;
-        forward_rms_norm(q, q, fvec(l->attn_q_norm), hd, s->m->cfg.rms_eps);
+        float *q = w->Qcur + (size_t)t * q_dim + (size_t)h * (size_t)hd;
+        forward_rms_norm(q, q, fvec(l->attn_q_norm), hd, w->m->cfg.rms_eps);
         attn_rope_neox(q, cs, l->n_rot);
     }
 }
 
-void attn_q_prep(g4_session *s, const g4_layer *l, int r0, int T) {
-    forward_rows(s, r0, T, q_prep_row, l);
+void attn_q_prep(g4_work *w, const g4_layer *l, int r0, int T) {
+    forward_rows(w, r0, T, q_prep_row, l);
 }
 
 /* Stores one head row x[head_dim] into K-like row storage (row-major cells). */
-static void store_row(g4_session *s, uint8_t *dst, const float *x, int hd) {
+static void store_row(const g4_session *s, uint8_t *dst, const float *x, int hd) {
     switch (s->kv_type) {
     case G4_TYPE_F32: memcpy(dst, x, (size_t)hd * sizeof(float)); break;
     case G4_TYPE_F16: {
@@ -108,18 +108,20 @@ static void store_row(g4_session *s, uint8_t *dst, const float *x, int hd) {
 /* ref: gemma4.cpp "Kcur_normed" (attn_k_norm), "Vcur_normed" (ggml_rms_norm, no weight),
  * "Kcur_pos"; then llama_kv_cache::cpy_k / cpy_v (F16 by ggml_cpy, RNE; V transposed when
  * flash attention is off). */
-/* Rows of one chunk write distinct cells (T <= n_cells), so rows may run in parallel. */
-static void kv_store_row(g4_session *s, const void *arg, int t) {
+/* The rows of one session in a chunk write distinct cells (at most n_ubatch <= n_cells of
+ * them), and sessions have their own caches, so rows may run in parallel. */
+static void kv_store_row(g4_work *w, const void *arg, int t) {
     const g4_layer *l = arg;
+    const g4_session *s = w->sess[t];
     const g4_kv_slot *kv = &s->kv[l->kv_slot];
     const int hd = l->head_dim, nkv = l->n_head_kv;
     const size_t kv_dim = (size_t)hd * (size_t)nkv, nc = (size_t)kv->n_cells, nr = (size_t)kv->n_rows;
-    const float eps = s->m->cfg.rms_eps;
-    const float *cs = s->rope_cs + (size_t)t * (size_t)s->head_dim_max;
-    const size_t c = (size_t)s->pos[t] % nc; /* full layers: n_cells = n_ctx > pos */
+    const float eps = w->m->cfg.rms_eps;
+    const float *cs = w->rope_cs + (size_t)t * (size_t)w->head_dim_max;
+    const size_t c = (size_t)w->pos[t] % nc; /* full layers: n_cells = n_ctx > pos */
     for (int g = 0; g < nkv; g++) {
-        float *k = s->Kcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
-        float *v = s->Vcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
+        float *k = w->Kcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
+        float *v = w->Vcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
         forward_rms_norm(k, k, fvec(l->attn_k_norm), hd, eps);
         attn_rope_neox(k, cs, l->n_rot);
         forward_rms_norm(v, v, NULL, hd, eps);
@@ -139,9 +141,8 @@ static void kv_store_row(g4_session *s, const void *arg, int t) {
     }
 }
 
-void attn_kv_store(g4_session *s, const g4_layer *l, int r0, int T) {
-    G4_ASSERT(T - r0 <= s->kv[l->kv_slot].n_cells);
-    forward_rows(s, r0, T, kv_store_row, l);
+void attn_kv_store(g4_work *w, const g4_layer *l, int r0, int T) {
+    forward_rows(w, r0, T, kv_store_row, l);
 }
 
 /* ==== Softmax ==== */
@@ -164,27 +165,29 @@ void attn_softmax(const g4_kern *k, float *x, int64_t n, int64_t cell0) {
 
 /* ==== Attention ==== */
 
-typedef struct attn_ctx {
-    g4_session *s;
-    const g4_layer *l;
-    const g4_kv_slot *kv;
-    int r0;
-    int n_split;   /* query heads of one KV head are split into n_split items */
-} attn_ctx;
-
 /* llama.cpp's view of the cache (one sequence, no context shift): position q in cell q, the
  * KQ row spans n_kv cells (a multiple of 256), every cell outside the window masked. Only the
  * lanes of the window matter: masked cells contribute exact zeros, to the softmax's 8-cell
  * block sums (attn_softmax) and to kqv = mul_mat(v, kq), whose dot products over the cells
  * run in lanes of 8 (tinyBLAS) or 4 x 8 (ggml_vec_dot_f32/f16) counted from cell 0. So kqv
- * is computed over the 32-aligned hull of the window, [a, a + nw) with a = floor32(lo),
- * a + nw = ceil32(p + 1), zeros outside [lo, p]: the same lanes and the same sums as
+ * is computed over a 32-aligned hull of the window, [a, a + nw) with a <= floor32(lo),
+ * a + nw >= ceil32(p + 1), zeros outside [lo, p]: the same lanes and the same sums as
  * llama.cpp's whole row. (On sliding layers llama.cpp's cell = position only holds for the
- * first swa-cache-size positions; later its cells wrap.) */
+ * first swa-cache-size positions; later its cells wrap.)
+ *
+ * Work is organised in jobs: R consecutive rows of one session (positions p0 .. p0+R-1) and
+ * one KV head g with its G = n_head / n_head_kv query heads. A job reads the K rows of the
+ * union of its rows' windows, [lo(p0), p0+R-1], once for all R x G queries, and the V rows
+ * of the union's hull once: each score and each output element is still its own dot
+ * product in llama.cpp's order, so grouping changes no bit.
+ *   kq    = K_g . q over the union's cells, one kernel call for the R x G queries
+ *   softmax per (row, head) over its window, zeros elsewhere in the hull
+ *   kqv   = V_g . p over the hull, one kernel call for the R x G probability rows
+ * Many jobs (prefill) run in parallel, one job per work item. Few large jobs (decode deep in
+ * the context) run one at a time with each phase split over the pool: kq by blocks of cells,
+ * softmax by query heads, kqv by blocks of V channels. */
 typedef struct attn_win {
     int64_t p, lo, n;   /* query position, first visible position, n = p - lo + 1 */
-    int64_t a, nw, off; /* hull [a, a + nw), off = lo - a */
-    int64_t c0;         /* row of position lo in the slot (K rows, V rows or channels) */
 } attn_win;
 
 void attn_hull(int64_t lo, int64_t p, int64_t *a, int64_t *nw) {
@@ -192,132 +195,282 @@ void attn_hull(int64_t lo, int64_t p, int64_t *a, int64_t *nw) {
     *nw = ((p + 32) & ~(int64_t)31) - *a;
 }
 
-static attn_win attn_window(const g4_session *s, const g4_layer *l, const g4_kv_slot *kv, int t) {
+static attn_win attn_window(const g4_session *s, const g4_layer *l, int64_t pos) {
     attn_win w;
-    w.p = s->pos[t];
+    w.p = pos;
     w.lo = l->swa && w.p - s->m->cfg.n_swa + 1 > 0 ? w.p - s->m->cfg.n_swa + 1 : 0;
     w.n = w.p - w.lo + 1;
-    attn_hull(w.lo, w.p, &w.a, &w.nw);
-    w.off = w.lo - w.a;
-    w.c0 = w.lo % kv->n_cells;
-    G4_ASSERT(w.n <= kv->n_cells && w.c0 + w.n <= kv->n_rows && w.nw <= s->n_cells_max);
     return w;
+}
+
+/* one job: rows [t0, t0 + R) of the work (one session, consecutive positions), KV head g */
+typedef struct attn_job {
+    const g4_session *s;
+    const g4_kv_slot *kv;
+    const g4_layer   *l;
+    int      t0, R, g, G, hd;
+    int64_t  lo, hi;          /* union of the windows: positions [lo, hi] */
+    int64_t  A, NW;           /* its hull [A, A + NW) */
+    int64_t  c0;              /* row of position lo in the slot */
+    int64_t  seq_n;           /* the session's tokens in llama.cpp's ubatch (float order) */
+    uint8_t *ws;              /* the job's scratch (session.c: kq | pq | qq | o | v copy) */
+    float   *kq;              /* [R*G][NW] scores, then probabilities over the hull */
+    uint8_t *pq;              /* [R*G] rows of p in V's dot type over NW cells */
+    uint8_t *qq;              /* [R*G] rows of q in K's dot type */
+    float   *o;               /* [R*G][hd] outputs */
+    size_t   pq_rb, qq_rb;
+    const uint8_t *vg;        /* V channels over the hull: [hd] rows of NW cells */
+    size_t   v_stride;
+} attn_job;
+
+/* The hull in whole 32-cell blocks: [floor32(lo), ceil32(hi + 1)). */
+static void job_init(attn_job *j, g4_work *w, const g4_layer *l, int t0, int R, int g, uint8_t *ws) {
+    const g4_session *s = w->sess[t0];
+    j->s = s;
+    j->kv = &s->kv[l->kv_slot];
+    j->l = l;
+    j->t0 = t0;
+    j->R = R;
+    j->g = g;
+    j->G = l->n_head / l->n_head_kv;
+    j->hd = l->head_dim;
+    j->lo = attn_window(s, l, w->pos[t0]).lo;
+    j->hi = w->pos[t0 + R - 1];
+    attn_hull(j->lo, j->hi, &j->A, &j->NW);
+    j->c0 = j->lo % j->kv->n_cells;
+    j->seq_n = w->seq_n[t0];
+    G4_ASSERT(j->hi - j->lo + 1 <= j->kv->n_cells && j->c0 + (j->hi - j->lo + 1) <= j->kv->n_rows);
+    G4_ASSERT((int64_t)R * j->G * j->NW <= s->ws_kq_cap && (int64_t)R * j->G <= s->ws_q_cap);
+    const int kdt = quant_traits(s->kv_type)->dot_type;
+    j->ws = ws;
+    j->kq = (float *)(void *)ws;
+    j->pq = ws + s->ws_pq;
+    j->qq = ws + s->ws_qq;
+    j->o = (float *)(void *)(ws + s->ws_o);
+    j->pq_rb = kern_act_row_bytes(kdt, j->NW);
+    j->qq_rb = kern_act_row_bytes(kdt, j->hd);
+    j->vg = NULL;
+    j->v_stride = 0;
+}
+
+/* q of queries [k0, k1) (query k = row k / G, head k % G) in K's dot type */
+static void job_q(const attn_job *j, const g4_work *w, int k0, int k1) {
+    const g4_kern *kern = w->m->kern;
+    const int kdt = quant_traits(j->s->kv_type)->dot_type;
+    const size_t q_dim = (size_t)j->hd * (size_t)j->l->n_head;
+    for (int k = k0; k < k1; k++) {
+        const int t = j->t0 + k / j->G, h = j->g * j->G + k % j->G;
+        kern->quantize_act[kdt](w->Qcur + (size_t)t * q_dim + (size_t)h * (size_t)j->hd, j->qq + (size_t)k * j->qq_rb, j->hd);
+    }
+}
+
+/* scores of all R*G queries for the union's cells [c_a, c_b) (0 = position lo) */
+static void job_kq(const attn_job *j, const g4_kern *kern, int64_t c_a, int64_t c_b) {
+    const g4_session *s = j->s;
+    const g4_kv_slot *kv = j->kv;
+    /* llama.cpp's kq = mul_mat(k, q), one product per (head, sequence) over that sequence's
+     * tokens in the ubatch: with an F32 K cache q is permuted, so always ggml's one-column
+     * vec_dot order; with F16 K its tinyBLAS when the sequence has >= 2 tokens there (that
+     * op's rows are llama.cpp's n_kv cells, a multiple of 256: llama-kv-cache.cpp get_n_kv).
+     * Each score is its own dot product whatever else the call computes. */
+    const g4_matmul_fn kq_fn = s->kv_type == G4_TYPE_F16 ? kern_pick(kern, G4_TYPE_F16, j->seq_n, 0, j->hd, 256, KERN_PLAIN)
+                                                         : kern->matmul[s->kv_type];
+    const uint8_t *kg = kv->k + ((size_t)j->g * (size_t)kv->n_rows + (size_t)j->c0) * kv->k_row_bytes; /* position lo */
+    kq_fn(j->kq + (j->lo - j->A), (size_t)j->NW, kg, kv->k_row_bytes, j->qq, j->qq_rb, j->hd, c_a, c_b, j->R * j->G);
+}
+
+/* softmax of queries [k0, k1) over their windows (scale 1.0, no soft-cap); zeros on the rest
+ * of the hull; then p in V's dot type */
+static void job_softmax(const attn_job *j, const g4_work *w, int k0, int k1) {
+    const g4_kern *kern = w->m->kern;
+    const int vdt = quant_traits(j->s->kv_type)->dot_type;
+    for (int k = k0; k < k1; k++) {
+        const attn_win win = attn_window(j->s, j->l, w->pos[j->t0 + k / j->G]);
+        float *row = j->kq + (size_t)k * (size_t)j->NW;
+        const int64_t off = win.lo - j->A;
+        attn_softmax(kern, row + off, win.n, win.lo);
+        memset(row, 0, (size_t)off * sizeof(float));
+        memset(row + off + win.n, 0, (size_t)(j->NW - off - win.n) * sizeof(float));
+        if (j->s->kv_type != G4_TYPE_Q8_0) kern->quantize_act[vdt](row, j->pq + (size_t)k * j->pq_rb, j->NW);
+    }
 }
 
 /* The transposed V rows of KV head g over the hull: straight from the cache when the hull's
  * cells are one row range there (always on full layers, rows = ceil32(n_ctx), and on rings
- * with room); else copied into ws_v with zeros outside the window (small rings). Cache
- * cells never written are zero (session.c), so every value read is finite. */
-static const uint8_t *v_hull(const g4_session *s, const g4_kv_slot *kv, const attn_win *w, int g, int hd,
-                             uint8_t *ws, size_t *stride) {
-    const size_t esz = s->kv_type == G4_TYPE_F16 ? 2 : 4, nr = (size_t)kv->n_rows;
-    const uint8_t *vg = kv->v + (size_t)g * (size_t)hd * nr * esz; /* [hd] rows of nr cells */
-    int64_t ra = w->c0 - w->off;                                     /* row of cell a */
-    if (ra < 0 && kv->swa) ra += kv->n_cells;                        /* its mirror */
-    if (ra >= 0 && ra + w->nw <= kv->n_rows) { *stride = nr * esz; return vg + (size_t)ra * esz; }
-    uint8_t *dst = ws + s->ws_v;
-    const size_t nw = (size_t)w->nw, off = (size_t)w->off, n = (size_t)w->n;
-    G4_ASSERT(s->ws_v_cells >= w->nw);
-    for (int d = 0; d < hd; d++) {
-        uint8_t *o = dst + (size_t)d * nw * esz;
-        memset(o, 0, nw * esz);
-        memcpy(o + off * esz, vg + ((size_t)d * nr + (size_t)w->c0) * esz, n * esz);
-    }
-    *stride = nw * esz;
-    return dst;
-}
-
-/* One row t and query heads [h0, h0 + nq) that share KV head g: kq over the visible cells
- * for all nq heads in one kernel call (K is read once per group, not once per head),
- * softmax per head, kqv again in one call over the 32-aligned hull of the window.
- * ref: llm_graph_context::build_attn_mha, flash attention off: kq = mul_mat(k, q) (GQA by
- * broadcasting K over the heads of a group); ggml_soft_max_ext(kq, mask, scale 1.0)
- * (ops.cpp ggml_compute_forward_soft_max_f32); kqv = mul_mat(v, kq). */
-static void attn_rows(const attn_ctx *c, int t, int g, int h0, int nq, uint8_t *ws) {
-    g4_session *s = c->s;
-    const g4_layer *l = c->l;
-    const g4_kv_slot *kv = c->kv;
-    const g4_kern *kern = s->m->kern;
-    const int hd = l->head_dim;
-    const size_t q_dim = (size_t)hd * (size_t)l->n_head, nr = (size_t)kv->n_rows;
-    const int kdt = quant_traits(s->kv_type)->dot_type;
-    const attn_win w = attn_window(s, l, kv, t);
-    const size_t n = (size_t)w.n, nw = (size_t)w.nw, off = (size_t)w.off;
-
-    float   *kq = (float *)(void *)ws;   /* [nq][nw] probabilities over the hull      */
-    uint8_t *pq = ws + s->ws_pq;         /* [nq] rows of p in V's dot type            */
-    uint8_t *qq = ws + s->ws_qq;         /* [nq] rows of q in K's dot type            */
-    const size_t qq_rb = kern_act_row_bytes(kdt, hd);
-    const float *q = s->Qcur + (size_t)t * q_dim + (size_t)h0 * (size_t)hd; /* [nq][hd] */
-    float *out = s->kqv_out + (size_t)t * q_dim + (size_t)h0 * (size_t)hd;  /* [nq][hd] */
-
-    /* kq = K_g . q on the visible cells, at [off, off + n) of each hull row */
-    const uint8_t *kg = kv->k + ((size_t)g * nr + (size_t)w.c0) * kv->k_row_bytes; /* [n] rows */
-    for (int j = 0; j < nq; j++) kern->quantize_act[kdt](q + (size_t)j * (size_t)hd, qq + (size_t)j * qq_rb, hd);
-    /* llama.cpp's kq = mul_mat(k, q): with an F32 K cache q is permuted, so always ggml's
-     * one-column vec_dot order; with F16 K its tinyBLAS when the ubatch has >= 2 tokens */
-    const g4_matmul_fn kq_fn = s->kv_type == G4_TYPE_F16 ? kern_pick(kern, G4_TYPE_F16, s->batch_n, 0, hd, w.nw, KERN_PLAIN)
-                                                         : kern->matmul[s->kv_type];
-    kq_fn(kq + off, nw, kg, kv->k_row_bytes, qq, qq_rb, hd, 0, w.n, nq);
-
-    /* softmax per head (scale 1.0, no soft-cap); zeros on the masked cells of the hull */
-    for (int j = 0; j < nq; j++) {
-        float *kj = kq + (size_t)j * nw;
-        attn_softmax(kern, kj + off, w.n, w.lo);
-        memset(kj, 0, off * sizeof(float));
-        memset(kj + off + n, 0, (nw - off - n) * sizeof(float));
-    }
-
-    /* kqv = V_g . p */
-    if (s->kv_type == G4_TYPE_Q8_0) { /* no llama.cpp counterpart without flash attention */
-        float *vrow = (float *)(void *)(ws + s->ws_o); /* [head_dim] */
-        memset(out, 0, (size_t)nq * (size_t)hd * sizeof(float));
-        const uint8_t *vg = kv->v + ((size_t)g * nr + (size_t)w.c0) * kv->k_row_bytes;
-        for (size_t i = 0; i < n; i++) {
-            quant_dequant_row(G4_TYPE_Q8_0, vg + i * kv->k_row_bytes, vrow, hd);
-            for (int j = 0; j < nq; j++) {
-                const float pj = kq[(size_t)j * nw + off + i];
-                float *oj = out + (size_t)j * (size_t)hd;
-                for (int d = 0; d < hd; d++) oj[d] += pj * vrow[d];
-            }
-        }
+ * with room); else copied into the job's scratch with zeros outside the union (small rings).
+ * Cache cells never written are zero (session.c), so every value read is finite. */
+static void job_v(attn_job *j) {
+    const g4_session *s = j->s;
+    const g4_kv_slot *kv = j->kv;
+    const size_t esz = s->kv_type == G4_TYPE_F16 ? 2 : 4, nr = (size_t)kv->n_rows, hd = (size_t)j->hd;
+    const uint8_t *vg = kv->v + (size_t)j->g * hd * nr * esz; /* [hd] rows of nr cells */
+    int64_t ra = j->c0 - (j->lo - j->A);                        /* row of cell A */
+    if (ra < 0 && kv->swa) ra += kv->n_cells;                   /* its mirror */
+    if (ra >= 0 && ra + j->NW <= kv->n_rows) {
+        j->vg = vg + (size_t)ra * esz;
+        j->v_stride = nr * esz;
         return;
     }
-    const int vdt = kdt; /* F16 -> F16, F32 -> F32 */
-    const size_t pq_rb = kern_act_row_bytes(vdt, w.nw);
-    size_t v_stride;
-    const uint8_t *vg = v_hull(s, kv, &w, g, hd, ws, &v_stride); /* [hd] rows of nw cells */
-    for (int j = 0; j < nq; j++) kern->quantize_act[vdt](kq + (size_t)j * nw, pq + (size_t)j * pq_rb, w.nw);
-    /* kqv = mul_mat(v, kq): tinyBLAS order when the ubatch has >= 2 tokens, else vec_dot */
-    const g4_matmul_fn kqv_fn = kern_pick(kern, s->kv_type, s->batch_n, 0, w.nw, hd, KERN_PLAIN);
-    kqv_fn(out, (size_t)hd, vg, v_stride, pq, pq_rb, w.nw, 0, hd, nq);
+    uint8_t *dst = j->ws + s->ws_v;
+    const size_t nw = (size_t)j->NW, off = (size_t)(j->lo - j->A), n = (size_t)(j->hi - j->lo + 1);
+    G4_ASSERT(s->ws_v_cells >= j->NW);
+    for (size_t d = 0; d < hd; d++) {
+        uint8_t *o = dst + d * nw * esz;
+        memset(o, 0, nw * esz);
+        memcpy(o + off * esz, vg + (d * nr + (size_t)j->c0) * esz, n * esz);
+    }
+    j->vg = dst;
+    j->v_stride = nw * esz;
 }
 
-static void attn_task(void *vctx, int64_t i0, int64_t i1, int thread) {
+/* kqv = V_g . p for V channels [d0, d1) of all R*G queries into o */
+static void job_kqv(const attn_job *j, const g4_kern *kern, int64_t d0, int64_t d1) {
+    const g4_session *s = j->s;
+    /* kqv = mul_mat(v, kq): tinyBLAS order when the sequence has >= 2 tokens, else vec_dot */
+    const g4_matmul_fn kqv_fn = kern_pick(kern, s->kv_type, j->seq_n, 0, j->NW, j->hd, KERN_PLAIN);
+    kqv_fn(j->o, (size_t)j->hd, j->vg, j->v_stride, j->pq, j->pq_rb, j->NW, d0, d1, j->R * j->G);
+}
+
+/* A Q8_0 V cache (llama.cpp needs flash attention for it): row by row, no llama.cpp order. */
+static void job_kqv_q8(const attn_job *j) {
+    const g4_kv_slot *kv = j->kv;
+    const int hd = j->hd, nq = j->R * j->G;
+    float *vrow = j->o + (size_t)nq * (size_t)hd; /* [hd] after the outputs */
+    memset(j->o, 0, (size_t)nq * (size_t)hd * sizeof(float));
+    const uint8_t *vg = kv->v + ((size_t)j->g * (size_t)kv->n_rows + (size_t)j->c0) * kv->k_row_bytes;
+    for (int64_t i = 0; i < j->hi - j->lo + 1; i++) {
+        quant_dequant_row(G4_TYPE_Q8_0, vg + (size_t)i * kv->k_row_bytes, vrow, hd);
+        for (int k = 0; k < nq; k++) {
+            const float pk = j->kq[(size_t)k * (size_t)j->NW + (size_t)(j->lo - j->A + i)];
+            float *ok = j->o + (size_t)k * (size_t)hd;
+            for (int d = 0; d < hd; d++) ok[d] += pk * vrow[d];
+        }
+    }
+}
+
+/* outputs of the job into kqv_out */
+static void job_store(const attn_job *j, g4_work *w) {
+    const size_t q_dim = (size_t)j->hd * (size_t)j->l->n_head;
+    for (int k = 0; k < j->R * j->G; k++) {
+        const int t = j->t0 + k / j->G, h = j->g * j->G + k % j->G;
+        memcpy(w->kqv_out + (size_t)t * q_dim + (size_t)h * (size_t)j->hd, j->o + (size_t)k * (size_t)j->hd,
+               (size_t)j->hd * sizeof(float));
+    }
+}
+
+/* the whole job on one thread */
+static void job_run(attn_job *j, g4_work *w) {
+    const g4_kern *kern = w->m->kern;
+    const int nq = j->R * j->G;
+    job_q(j, w, 0, nq);
+    job_kq(j, kern, 0, j->hi - j->lo + 1);
+    job_softmax(j, w, 0, nq);
+    if (j->s->kv_type == G4_TYPE_Q8_0) job_kqv_q8(j);
+    else {
+        job_v(j);
+        job_kqv(j, kern, 0, j->hd);
+    }
+    job_store(j, w);
+}
+
+/* ---- scheduling ---- */
+
+typedef struct attn_ctx {
+    g4_work *w;
+    const g4_layer *l;
+    const int32_t *jt0, *jR; /* [n_jobs / n_head_kv] row ranges */
+    int n_kv;
+    attn_job *wide;          /* the one job of a wide phase */
+} attn_ctx;
+
+static void tile_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     const attn_ctx *c = vctx;
-    const g4_layer *l = c->l;
-    const int n_gqa = l->n_head / l->n_head_kv, nq = n_gqa / c->n_split;
-    const int64_t per_row = (int64_t)l->n_head_kv * c->n_split;
-    uint8_t *ws = c->s->attn_ws + (size_t)thread * c->s->attn_ws_bytes;
     for (int64_t it = i0; it < i1; it++) {
-        const int t = c->r0 + (int)(it / per_row);
-        const int k = (int)(it % per_row), g = k / c->n_split, part = k % c->n_split;
-        attn_rows(c, t, g, g * n_gqa + part * nq, nq, ws);
+        const int rr = (int)(it / c->n_kv), g = (int)(it % c->n_kv);
+        const g4_session *s = c->w->sess[c->jt0[rr]];
+        attn_job j;
+        job_init(&j, c->w, c->l, c->jt0[rr], c->jR[rr], g, s->attn_ws + (size_t)thread * s->attn_ws_bytes);
+        job_run(&j, c->w);
     }
 }
 
-/* Work items: (row, KV head, part of its query heads). Parts are as large as possible
- * (fewest K/V reads) while still giving every thread about two items: decode of a model
- * with one KV head (E2B) splits the 8 query heads over the threads. */
-void attn_compute(g4_session *s, const g4_layer *l, int r0, int T) {
-    const int n_gqa = l->n_head / l->n_head_kv;
-    const int64_t rows_x_kv = (int64_t)(T - r0) * l->n_head_kv;
-    int n_split = 1;
-    while (n_split < n_gqa && rows_x_kv * n_split < 2 * (int64_t)s->n_threads) {
-        int d = n_split + 1;
-        while (n_gqa % d) d++; /* next divisor of n_gqa */
-        n_split = d;
+#define WIDE_CELLS 256 /* cells per kq item of a wide job */
+#define WIDE_DIMS 32   /* V channels per kqv item */
+
+static void wide_q_task(void *vctx, int64_t i0, int64_t i1, int thread) {
+    (void)thread;
+    const attn_ctx *c = vctx;
+    job_q(c->wide, c->w, (int)i0, (int)i1);
+}
+static void wide_kq_task(void *vctx, int64_t i0, int64_t i1, int thread) {
+    (void)thread;
+    const attn_ctx *c = vctx;
+    const int64_t n = c->wide->hi - c->wide->lo + 1, b = i1 * WIDE_CELLS < n ? i1 * WIDE_CELLS : n;
+    job_kq(c->wide, c->w->m->kern, i0 * WIDE_CELLS, b);
+}
+static void wide_sm_task(void *vctx, int64_t i0, int64_t i1, int thread) {
+    (void)thread;
+    const attn_ctx *c = vctx;
+    job_softmax(c->wide, c->w, (int)i0, (int)i1);
+}
+static void wide_kqv_task(void *vctx, int64_t i0, int64_t i1, int thread) {
+    (void)thread;
+    const attn_ctx *c = vctx;
+    job_kqv(c->wide, c->w->m->kern, i0 * WIDE_DIMS, i1 * WIDE_DIMS < c->wide->hd ? i1 * WIDE_DIMS : c->wide->hd);
+}
+
+/* one job with every phase split over the pool (thread 0's scratch holds the job) */
+static void job_wide(attn_ctx *c, attn_job *j) {
+    g4_pool *pool = c->w->m->pool;
+    const int nq = j->R * j->G;
+    c->wide = j;
+    pool_for(pool, nq, 1, wide_q_task, c);
+    pool_for(pool, (j->hi - j->lo + 1 + WIDE_CELLS - 1) / WIDE_CELLS, 1, wide_kq_task, c);
+    pool_for(pool, nq, 1, wide_sm_task, c);
+    job_v(j);
+    pool_for(pool, (j->hd + WIDE_DIMS - 1) / WIDE_DIMS, 1, wide_kqv_task, c);
+    job_store(j, c->w);
+}
+
+/* Rows [r0, T) cut into jobs: runs of one session's consecutive rows, at most
+ * (G4_ATTN_TILE) and what the session's scratch holds. With at least two jobs per thread they run in
+ * parallel; otherwise one by one, each spread over the pool (decode: one row, many cells). */
+void attn_compute(g4_work *w, const g4_layer *l, int r0, int T) {
+    int32_t jt0[1024], jR[1024]; /* n_rows <= 65536 rows, jobs of >= 1 row: bounded below */
+    int n_j = 0;
+    const int G = l->n_head / l->n_head_kv;
+    for (int t = r0; t < T;) {
+        const g4_session *s = w->sess[t];
+        int R = 1;
+        while (t + R < T && R < G4_ATTN_TILE && w->sess[t + R] == s && w->pos[t + R] == w->pos[t] + R) {
+            /* the union of R + 1 rows must fit the scratch */
+            int64_t lo = attn_window(s, l, w->pos[t]).lo, a, nw;
+            attn_hull(lo, w->pos[t] + R, &a, &nw);
+            if ((int64_t)(R + 1) * G * nw > s->ws_kq_cap || (R + 1) * G > s->ws_q_cap) break;
+            R++;
+        }
+        if (n_j == (int)(sizeof jt0 / sizeof jt0[0])) { /* flush a full list */
+            attn_ctx c = { .w = w, .l = l, .jt0 = jt0, .jR = jR, .n_kv = l->n_head_kv };
+            pool_for(w->m->pool, (int64_t)n_j * l->n_head_kv, 1, tile_task, &c);
+            n_j = 0;
+        }
+        jt0[n_j] = t;
+        jR[n_j] = R;
+        n_j++;
+        t += R;
     }
-    attn_ctx c = { .s = s, .l = l, .kv = &s->kv[l->kv_slot], .r0 = r0, .n_split = n_split };
-    pool_for(s->m->pool, rows_x_kv * n_split, 1, attn_task, &c);
+    attn_ctx c = { .w = w, .l = l, .jt0 = jt0, .jR = jR, .n_kv = l->n_head_kv };
+    const int64_t n_items = (int64_t)n_j * l->n_head_kv;
+    if (n_items >= 2 * (int64_t)w->n_threads || w->n_threads == 1) {
+        pool_for(w->m->pool, n_items, 1, tile_task, &c);
+        return;
+    }
+    for (int k = 0; k < n_j; k++)
+        for (int g = 0; g < l->n_head_kv; g++) {
+            const g4_session *s = w->sess[jt0[k]];
+            attn_job j;
+            job_init(&j, w, l, jt0[k], jR[k], g, s->attn_ws);
+            if (s->kv_type == G4_TYPE_Q8_0) job_run(&j, w);
+            else job_wide(&c, &j);
+        }
 }

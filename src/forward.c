@@ -88,10 +88,12 @@ typedef struct mm_ctx {
     size_t ldy;
     int64_t row0;
     int n_tok;
-    int64_t N, col0;       /* token t is column col0 + t of llama.cpp's op over N columns */
+    const int32_t *cols;   /* [n_tok] column of each token in llama.cpp's op over N columns */
+    int64_t N;
     unsigned flags;        /* kern_pick flags (KERN_PLAIN) */
     float scale;
     float softcap;         /* 0 = none; else y = c * tanhf(y * (1/c)) after the scale */
+    float *const *dst;     /* NULL, or [n_tok]: copy each finished y row there (NULL = keep) */
 } mm_ctx;
 
 static void mm_quant_task(void *vctx, int64_t i0, int64_t i1, int thread) {
@@ -109,9 +111,9 @@ static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     const g4_tensor *w = c->w;
     /* runs of tokens with the same kernel (float order): usually one or two */
     for (int t0 = 0; t0 < c->n_tok;) {
-        const g4_matmul_fn fn = kern_pick(c->kern, w->type, c->N, c->col0 + t0, w->ne[0], w->ne[1], c->flags);
+        const g4_matmul_fn fn = kern_pick(c->kern, w->type, c->N, c->cols[t0], w->ne[0], w->ne[1], c->flags);
         int t1 = t0 + 1;
-        while (t1 < c->n_tok && kern_pick(c->kern, w->type, c->N, c->col0 + t1, w->ne[0], w->ne[1], c->flags) == fn) t1++;
+        while (t1 < c->n_tok && kern_pick(c->kern, w->type, c->N, c->cols[t1], w->ne[0], w->ne[1], c->flags) == fn) t1++;
         fn(c->y + (size_t)t0 * c->ldy, c->ldy, w->data, w->row_bytes, c->xq + (size_t)t0 * c->xq_rb, c->xq_rb,
            w->ne[0], r0, r1, t1 - t0);
         t0 = t1;
@@ -123,41 +125,48 @@ static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
         }
     if (c->softcap != 0.0f)
         for (int t = 0; t < c->n_tok; t++) forward_softcap(c->y + (size_t)t * c->ldy + r0, r1 - r0, c->softcap);
+    if (c->dst)
+        for (int t = 0; t < c->n_tok; t++) {
+            const float *yt = c->y + (size_t)t * c->ldy;
+            if (c->dst[t] && c->dst[t] != yt) memcpy(c->dst[t] + r0, yt + r0, (size_t)(r1 - r0) * sizeof(float));
+        }
 }
 
 /* ref: ggml_compute_forward_mul_mat: src1 rows converted to vec_dot_type(src0) first */
-static void matmul_ex(g4_session *s, const g4_tensor *w, const float *x, int n_tok, int64_t N, int64_t col0,
-                      unsigned flags, float *y, size_t ldy, int64_t row0, int64_t row1, float scale, float softcap) {
-    const g4_model *m = s->m;
+static void matmul_ex(g4_work *wk, const g4_tensor *w, const float *x, int n_tok, const int32_t *cols, int64_t N,
+                      unsigned flags, float *y, size_t ldy, int64_t row0, int64_t row1, float scale, float softcap,
+                      float *const *dst) {
+    const g4_model *m = wk->m;
     mm_ctx c = {
-        .kern = m->kern, .w = w, .x = x, .xq = s->act,
+        .kern = m->kern, .w = w, .x = x, .xq = wk->act,
         .dot_type = quant_traits(w->type)->dot_type,
-        .y = y, .ldy = ldy, .row0 = row0, .n_tok = n_tok, .N = N, .col0 = col0, .flags = flags, .scale = scale, .softcap = softcap,
+        .y = y, .ldy = ldy, .row0 = row0, .n_tok = n_tok, .cols = cols, .N = N, .flags = flags, .scale = scale,
+        .softcap = softcap, .dst = dst,
     };
     c.xq_rb = kern_act_row_bytes(c.dot_type, w->ne[0]);
-    G4_ASSERT(c.xq_rb <= s->act_row_max && n_tok <= s->n_ubatch && row1 <= w->ne[1]);
+    G4_ASSERT(c.xq_rb <= wk->act_row_max && n_tok <= wk->n_rows && row1 <= w->ne[1]);
     pool_for(m->pool, n_tok, 1, mm_quant_task, &c);
     /* rows in shrinking chunks of multiples of 16 (whole 8-row kernel tiles): both threads
      * finish within a 16-row chunk of each other */
-    pool_for_guided(m->pool, row1 - row0, s->n_threads > 1 ? 16 : row1 - row0, mm_rows_task, &c);
+    pool_for_guided(m->pool, row1 - row0, wk->n_threads > 1 ? 16 : row1 - row0, mm_rows_task, &c);
 }
 
-/* Layer matmuls take the chunk's rows [chunk_T - n_tok, chunk_T): columns chunk_off +
- * chunk_T - n_tok ... of llama.cpp's op over the eval's batch_n tokens. */
-void forward_matmul(g4_session *s, const g4_tensor *w, const float *x, int n_tok,
+/* Layer matmuls: chunk rows [a, b) are columns col[a..b) of llama.cpp's op over the
+ * ubatch's batch_n columns. */
+void forward_matmul(g4_work *w, const g4_tensor *wt, const float *x, int a, int b,
                     float *y, size_t ldy, int64_t row0, int64_t row1, float scale) {
-    matmul_ex(s, w, x, n_tok, s->batch_n, s->chunk_off + s->chunk_T - n_tok, 0, y, ldy, row0, row1, scale, 0.0f);
+    matmul_ex(w, wt, x, b - a, w->col + a, w->batch_n, 0, y, ldy, row0, row1, scale, 0.0f, NULL);
 }
 
-/* all output rows of w, packed: y is [n_tok][w->ne[1]] */
-static void matmul(g4_session *s, const g4_tensor *w, const float *x, int n_tok, float *y, float scale) {
-    forward_matmul(s, w, x, n_tok, y, (size_t)w->ne[1], 0, w->ne[1], scale);
+/* all output rows of wt, packed: y is [b - a][wt->ne[1]] */
+static void matmul(g4_work *w, const g4_tensor *wt, const float *x, int a, int b, float *y, float scale) {
+    forward_matmul(w, wt, x, a, b, y, (size_t)wt->ne[1], 0, wt->ne[1], scale);
 }
 
 /* ==== Row-parallel helper ==== */
 
 typedef struct rows_ctx {
-    g4_session *s;
+    g4_work *w;
     forward_row_fn fn;
     const void *arg;
     int r0;
@@ -166,27 +175,27 @@ typedef struct rows_ctx {
 static void rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     (void)thread;
     const rows_ctx *c = vctx;
-    for (int64_t i = i0; i < i1; i++) c->fn(c->s, c->arg, c->r0 + (int)i);
+    for (int64_t i = i0; i < i1; i++) c->fn(c->w, c->arg, c->r0 + (int)i);
 }
 
-void forward_rows(g4_session *s, int r0, int T, forward_row_fn fn, const void *arg) {
+void forward_rows(g4_work *w, int r0, int T, forward_row_fn fn, const void *arg) {
     if (r0 >= T) return;
-    rows_ctx c = { .s = s, .fn = fn, .arg = arg, .r0 = r0 };
-    const int64_t n = T - r0, per = 2 * (int64_t)s->n_threads;
-    pool_for(s->m->pool, n, (n + per - 1) / per, rows_task, &c);
+    rows_ctx c = { .w = w, .fn = fn, .arg = arg, .r0 = r0 };
+    const int64_t n = T - r0, per = 2 * (int64_t)w->n_threads;
+    pool_for(w->m->pool, n, (n + per - 1) / per, rows_task, &c);
 }
 
 /* ==== Embedding ==== */
 
 /* ref: gemma4.cpp graph: inpL = ggml_scale(get_rows(tok_embd, tokens), sqrtf(n_embd)),
  * "inp_scaled"; the row lookup is a plain dequantization (no activation rounding). */
-static void embed(g4_session *s, const int32_t *tok, int T) {
-    const g4_model *m = s->m;
+static void embed(g4_work *w) {
+    const g4_model *m = w->m;
     const int64_t E = m->cfg.n_embd;
     const float sc = sqrtf((float)E);
-    for (int t = 0; t < T; t++) {
-        float *x = s->inpL + (size_t)t * E;
-        quant_dequant_row(m->token_embd->type, m->token_embd->data + (size_t)tok[t] * m->token_embd->row_bytes, x, E);
+    for (int t = 0; t < w->T; t++) {
+        float *x = w->inpL + (size_t)t * E;
+        quant_dequant_row(m->token_embd->type, m->token_embd->data + (size_t)w->tok[t] * m->token_embd->row_bytes, x, E);
         for (int64_t i = 0; i < E; i++) x[i] *= sc;
     }
 }
@@ -200,29 +209,29 @@ typedef struct norm_arg {
     int add;               /* 1: inpL += RMS(x, w) (y unused) */
 } norm_arg;
 
-static void norm_row(g4_session *s, const void *varg, int t) {
+static void norm_row(g4_work *w, const void *varg, int t) {
     const norm_arg *a = varg;
-    const int64_t E = s->m->cfg.n_embd;
-    const float eps = s->m->cfg.rms_eps;
+    const int64_t E = w->m->cfg.n_embd;
+    const float eps = w->m->cfg.rms_eps;
     if (!a->add) {
         forward_rms_norm(a->y + (size_t)t * E, a->x + (size_t)t * E, a->w, E, eps);
         return;
     }
-    float *dt = a->y + (size_t)t * E, *xt = s->inpL + (size_t)t * E;
+    float *dt = a->y + (size_t)t * E, *xt = w->inpL + (size_t)t * E;
     forward_rms_norm(dt, dt, a->w, E, eps);
     for (int64_t i = 0; i < E; i++) xt[i] = dt[i] + xt[i];
 }
 
 /* Rows [r0, T) of inpL: inpL = inpL + RMS(d, norm), d normed in place (stride n_embd).
  * ref: gemma4.cpp "attn_post_norm" + "attn_out", "ffn_post_norm" + residual. */
-static void add_post_norm(g4_session *s, float *d, const g4_tensor *norm, int r0, int T) {
+static void add_post_norm(g4_work *w, float *d, const g4_tensor *norm, int r0, int T) {
     norm_arg a = { .y = d, .x = d, .w = fvec(norm), .add = 1 };
-    forward_rows(s, r0, T, norm_row, &a);
+    forward_rows(w, r0, T, norm_row, &a);
 }
 
-static void norm_rows(g4_session *s, float *y, const float *x, const g4_tensor *w, int r0, int T) {
-    norm_arg a = { .y = y, .x = x, .w = fvec(w), .add = 0 };
-    forward_rows(s, r0, T, norm_row, &a);
+static void norm_rows(g4_work *w, float *y, const float *x, const g4_tensor *wt, int r0, int T) {
+    norm_arg a = { .y = y, .x = x, .w = fvec(wt), .add = 0 };
+    forward_rows(w, r0, T, norm_row, &a);
 }
 
 typedef struct geglu_ctx {
@@ -242,108 +251,111 @@ static void geglu_task(void *vctx, int64_t i0, int64_t i1, int thread) {
 /* FFN on rows [r0, T) of cur (ffn_norm output); result ffn_out into cur.
  * ref: llm_graph_context::build_ffn(LLM_FFN_GELU, LLM_FFN_PAR): down(gelu(gate x) * up x),
  * GeGLU as ggml_vec_geglu_f32 with GGML_GELU_FP16. */
-static void ffn(g4_session *s, const g4_layer *l, int r0, int T) {
-    const int64_t E = s->m->cfg.n_embd, F = l->n_ff;
+static void ffn(g4_work *w, const g4_layer *l, int r0, int T) {
+    const int64_t E = w->m->cfg.n_embd, F = l->n_ff;
     const int n = T - r0;
-    const uint16_t *tab = s->m->gelu_f16;
-    float *x = s->cur + (size_t)r0 * E;
-    matmul(s, l->ffn_gate, x, n, s->ffn_gate, l->scale_gate); /* [n][F] */
-    matmul(s, l->ffn_up, x, n, s->ffn_up, l->scale_up);       /* [n][F] */
-    geglu_ctx g = { .gate = s->ffn_gate, .up = s->ffn_up, .tab = tab, .fn = s->m->kern->geglu };
-    pool_for(s->m->pool, (int64_t)n * F, 16384, geglu_task, &g);
-    matmul(s, l->ffn_down, s->ffn_gate, n, x, l->scale_down); /* [n][E] "ffn_out" */
+    float *x = w->cur + (size_t)r0 * E;
+    matmul(w, l->ffn_gate, x, r0, T, w->ffn_gate, l->scale_gate); /* [n][F] */
+    matmul(w, l->ffn_up, x, r0, T, w->ffn_up, l->scale_up);       /* [n][F] */
+    geglu_ctx g = { .gate = w->ffn_gate, .up = w->ffn_up, .tab = w->m->gelu_f16, .fn = w->m->kern->geglu };
+    pool_for(w->m->pool, (int64_t)n * F, 16384, geglu_task, &g);
+    matmul(w, l->ffn_down, w->ffn_gate, r0, T, x, l->scale_down); /* [n][E] "ffn_out" */
 }
 
 /* Layer il. Rows [r_kv, T) go through attn_norm and, on a KV-owning layer, the K/V
  * projections and the cache write; rows [r0, T) (r0 >= r_kv) through everything else.
  * ref: llama_model_gemma4::graph, one iteration of the layer loop. */
-static void layer(g4_session *s, int il, int r_kv, int r0, int T) {
-    const g4_model *m = s->m;
+static void layer(g4_work *w, int il, int r_kv, int r0, int T) {
+    const g4_model *m = w->m;
     const g4_layer *l = &m->layers[il];
     const int64_t E = m->cfg.n_embd;
     const int64_t q_dim = (int64_t)l->head_dim * l->n_head, kv_dim = (int64_t)l->head_dim * l->n_head_kv;
     const int r_norm = l->has_kv ? r_kv : r0;
 
     /* 1. attn_norm */
-    norm_rows(s, s->cur, s->inpL, l->attn_norm, r_norm, T);
+    norm_rows(w, w->cur, w->inpL, l->attn_norm, r_norm, T);
 
     /* RoPE angles for every row that rotates something (K from r_kv, Q from r0) */
-    attn_rope_cache(s, l, r_norm, T);
+    attn_rope_cache(w, l, r_norm, T);
 
     /* 3-6. K/V projections, k-norm + RoPE, v-norm, cache write; V = raw K without attn_v */
     if (l->has_kv && r_kv < T) {
         const int n = T - r_kv;
-        const float *h = s->cur + (size_t)r_kv * E;
-        matmul(s, l->attn_k, h, n, s->Kcur + (size_t)r_kv * kv_dim, l->scale_k);
-        if (l->v_is_k) memcpy(s->Vcur + (size_t)r_kv * kv_dim, s->Kcur + (size_t)r_kv * kv_dim, (size_t)n * (size_t)kv_dim * sizeof(float));
-        else matmul(s, l->attn_v, h, n, s->Vcur + (size_t)r_kv * kv_dim, l->scale_v);
-        attn_kv_store(s, l, r_kv, T);
+        const float *h = w->cur + (size_t)r_kv * E;
+        matmul(w, l->attn_k, h, r_kv, T, w->Kcur + (size_t)r_kv * kv_dim, l->scale_k);
+        if (l->v_is_k) memcpy(w->Vcur + (size_t)r_kv * kv_dim, w->Kcur + (size_t)r_kv * kv_dim, (size_t)n * (size_t)kv_dim * sizeof(float));
+        else matmul(w, l->attn_v, h, r_kv, T, w->Vcur + (size_t)r_kv * kv_dim, l->scale_v);
+        attn_kv_store(w, l, r_kv, T);
     }
     if (r0 >= T) return;
-    const int n = T - r0;
 
     /* 2. Q projection, q-norm, RoPE ("Qcur", "Qcur_normed", "Qcur_pos") */
-    matmul(s, l->attn_q, s->cur + (size_t)r0 * E, n, s->Qcur + (size_t)r0 * q_dim, l->scale_q);
-    attn_q_prep(s, l, r0, T);
+    matmul(w, l->attn_q, w->cur + (size_t)r0 * E, r0, T, w->Qcur + (size_t)r0 * q_dim, l->scale_q);
+    attn_q_prep(w, l, r0, T);
 
     /* 7. attention over the cache of kv_src ("kqv_out") */
-    attn_compute(s, l, r0, T);
+    attn_compute(w, l, r0, T);
 
     /* 8-9. output projection, post-attention norm, residual ("attn_out") */
-    matmul(s, l->attn_output, s->kqv_out + (size_t)r0 * q_dim, n, s->cur + (size_t)r0 * E, l->scale_o);
-    add_post_norm(s, s->cur, l->post_attention_norm, r0, T);
+    matmul(w, l->attn_output, w->kqv_out + (size_t)r0 * q_dim, r0, T, w->cur + (size_t)r0 * E, l->scale_o);
+    add_post_norm(w, w->cur, l->post_attention_norm, r0, T);
 
     /* 10-12. FFN ("ffn_norm", "ffn_out", "ffn_post_norm") and residual */
-    norm_rows(s, s->cur, s->inpL, l->ffn_norm, r0, T);
-    ffn(s, l, r0, T);
-    add_post_norm(s, s->cur, l->post_ffw_norm, r0, T);
+    norm_rows(w, w->cur, w->inpL, l->ffn_norm, r0, T);
+    ffn(w, l, r0, T);
+    add_post_norm(w, w->cur, l->post_ffw_norm, r0, T);
 
     /* 13. per-layer embedding block ("pe_in", "per_layer_embd_out") */
-    ple_block(s, il, r0, T);
+    ple_block(w, il, r0, T);
 
     /* 14. layer_output_scale on the whole stream ("out_scaled", "l_out") */
     if (l->out_scale != 1.0f)
-        for (size_t i = (size_t)r0 * (size_t)E; i < (size_t)T * (size_t)E; i++) s->inpL[i] *= l->out_scale;
+        for (size_t i = (size_t)r0 * (size_t)E; i < (size_t)T * (size_t)E; i++) w->inpL[i] *= l->out_scale;
 }
 
 /* ==== Output ==== */
 
-/* Final norm, LM head and soft-cap for rows [r0, T) -> logits rows [0, T-r0).
+/* Final norm, LM head and soft-cap for rows [r0, T) -> logits rows [0, T-r0) of the work,
+ * each copied to its row's destination as it is finished.
  * ref: gemma4.cpp "result_norm", build_lora_mm(output), ggml_scale(1/c) -> ggml_tanh ->
  * ggml_scale(c), "result_output". */
-static void output(g4_session *s, int r0, int T) {
-    const g4_model *m = s->m;
+static void output(g4_work *w, int r0, int T) {
+    const g4_model *m = w->m;
     const int64_t E = m->cfg.n_embd, V = m->cfg.n_vocab;
     const int n = T - r0;
-    norm_rows(s, s->cur, s->inpL, m->output_norm, r0, T);
+    G4_ASSERT(n <= w->n_out_rows);
+    norm_rows(w, w->cur, w->inpL, m->output_norm, r0, T);
     const g4_tensor *head = m->output ? m->output : m->token_embd; /* tied: rows [0, n_vocab) */
-    /* the head sees only the output rows, as llama.cpp's graph after ggml_get_rows(out_ids) */
-    /* a tied head too is a weight llama.cpp may repack: it loads token_embd a second time as
-     * the output tensor (TENSOR_DUPLICATED), placed by the output's rules */
-    matmul_ex(s, head, s->cur + (size_t)r0 * E, n, n, 0, 0, s->logits, (size_t)V, 0,
-              V, 1.0f, m->cfg.softcap);
-    s->n_logits = n;
+    /* the head sees only the output rows, as llama.cpp's graph after ggml_get_rows(out_ids):
+     * its columns are the ubatch's outputs. Rows bound for consecutive logits rows (one
+     * session's tokens) are written there directly; others (several sessions) go through the
+     * work's logits rows and are copied as they finish. A tied head too is a weight llama.cpp
+     * may repack: it loads token_embd a second time as the output tensor (TENSOR_DUPLICATED),
+     * placed by the output's rules (kern_pick flags 0). */
+    int direct = 1;
+    for (int t = r0 + 1; t < T; t++) direct &= w->odst[t] == w->odst[t - 1] + V;
+    float *y = direct ? w->odst[r0] : w->logits;
+    G4_ASSERT(direct || w->logits);
+    matmul_ex(w, head, w->cur + (size_t)r0 * E, n, w->ocol + r0, w->n_outputs, 0, y, (size_t)V, 0, V, 1.0f,
+              m->cfg.softcap, direct ? NULL : w->odst + r0);
 }
 
 /* ==== Chunk ==== */
 
-void forward_chunk(g4_session *s, const int32_t *tok, int T, int n_out) {
-    const g4_model *m = s->m;
+void forward_chunk(g4_work *w) {
+    const g4_model *m = w->m;
     const int L = m->cfg.n_layer, S = m->cfg.n_layer_kv;
-    const int r0 = T - n_out; /* first row that needs logits */
-    G4_ASSERT(T >= 1 && T <= s->n_ubatch && n_out >= 0 && n_out <= T && S >= 1 && S <= L);
+    const int T = w->T, r0 = w->r0; /* rows [r0, T) need logits */
+    G4_ASSERT(T >= 1 && T <= w->n_rows && r0 >= 0 && r0 <= T && S >= 1 && S <= L);
 
-    for (int t = 0; t < T; t++) s->pos[t] = s->n_past + t;
-    s->chunk_T = T;
-
-    embed(s, tok, T);
-    ple_inputs(s, tok, r0, T);
+    embed(w);
+    ple_inputs(w, r0, T);
 
     for (int il = 0; il < L; il++) {
-        if (il < S - 1) layer(s, il, 0, 0, T);        /* all rows */
-        else if (il == S - 1) layer(s, il, 0, r0, T); /* K/V for all rows, the rest for outputs */
-        else layer(s, il, r0, r0, T);                 /* KV-shared: output rows only */
+        if (il < S - 1) layer(w, il, 0, 0, T);        /* all rows */
+        else if (il == S - 1) layer(w, il, 0, r0, T); /* K/V for all rows, the rest for outputs */
+        else layer(w, il, r0, r0, T);                 /* KV-shared: output rows only */
         if (r0 >= T && il >= S - 1) break;            /* no logits wanted from this chunk */
     }
-    if (n_out > 0) output(s, r0, T);
+    if (r0 < T) output(w, r0, T);
 }

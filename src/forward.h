@@ -2,16 +2,17 @@
  * session.c (create/eval API), forward.c (embedding, layer loop, FFN, LM head), attention.c
  * (q/k/v norms, RoPE, KV cache, attention) and ple.c (per-layer embedding inputs).
  *
- * Row convention: every activation buffer is [n_ubatch][width] f32, row t of the current
- * chunk at buf + t*width, packed with the current layer's width. A chunk holds T <= n_ubatch
- * tokens at positions pos[0..T-1]; only rows [r0, T) reach the layers after the last
- * KV-owning layer (the rows whose logits are wanted; gemma4-architecture.md §8).
+ * Row convention: every activation buffer of a g4_work is [n_rows][width] f32, row t of the
+ * current chunk at buf + t*width, packed with the current layer's width. A chunk holds
+ * T <= n_rows tokens, possibly of several sessions; only rows [r0, T) reach the layers after
+ * the last KV-owning layer (the rows whose logits are wanted; gemma4-architecture.md §8).
  */
 #ifndef G4_FORWARD_H
 #define G4_FORWARD_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "g4_impl.h"
 #include "quant/quant.h"
@@ -42,52 +43,108 @@ typedef struct g4_kv_slot {
     size_t   k_row_bytes; /* one head's row of head_dim elements */
 } g4_kv_slot;
 
+/* ==== Work: the rows of one forward chunk ==== */
+
+/* Scratch of one forward chunk and the description of its rows. A chunk holds T <= n_rows
+ * rows; each row is one token of some session (rows of several sessions share the chunk, so
+ * every weight matrix streams once for all of them) at its position in that session. Rows
+ * [r0, T) want logits and are the only ones that reach the layers after the last KV-owning
+ * layer (gemma4-architecture.md §8); the chunk's builder puts them last.
+ * Float order: llama.cpp computes each layer op over the columns of one ubatch; a row is
+ * column col[t] of such a ubatch of batch_n columns (kern.h kern_pick), its sequence has
+ * seq_n[t] tokens there (attention's column count), and an output row is output ocol[t] of
+ * n_outputs (the LM head's columns). The chunk's rows need not be all of that ubatch. */
+typedef struct g4_work {
+    const g4_model *m;
+    int      n_threads;
+    int32_t  n_rows;        /* capacity: rows of one chunk                                 */
+    int32_t  n_out_rows;    /* capacity: output rows of one chunk                          */
+    /* scratch; W_q = max n_head*head_dim, W_kv = max n_head_kv*head_dim                   */
+    float   *inpL;          /* [n_rows][n_embd]      residual stream (inp_scaled, l_out)   */
+    float   *cur;           /* [n_rows][n_embd]      attn_norm / ffn_norm / projections    */
+    float   *Qcur;          /* [n_rows][W_q]         queries, normed and rotated           */
+    float   *Kcur;          /* [n_rows][W_kv]        keys before the cache write           */
+    float   *Vcur;          /* [n_rows][W_kv]        values before the cache write         */
+    float   *kqv_out;       /* [n_rows][W_q]         attention output, heads concatenated  */
+    float   *ffn_gate;      /* [n_rows][max n_ff]    gate branch, then gelu(gate)*up       */
+    float   *ffn_up;        /* [n_rows][max n_ff]    up branch                             */
+    float   *pe;            /* [n_rows][P]           PLE gate                              */
+    float   *inp_per_layer; /* [n_rows][n_layer*P]   per-layer inputs (§4.2), slice l at l*P */
+    float   *pl_proj;       /* [n_rows][n_layer*P]   per_layer_model_proj output           */
+    float   *rope_cs;       /* [n_rows][head_dim_max] (cos, sin) pairs of the current layer */
+    uint8_t *act;           /* [n_rows][act_row_max] activation rows in a weight's dot type */
+    size_t   act_row_max;   /* bytes of the widest activation row (F32 bound)              */
+    int32_t  head_dim_max;  /* largest head_dim of any layer (rope_cs row stride)           */
+    float   *logits;        /* [n_out_rows][n_vocab] head output of the chunk's output rows */
+    /* the chunk */
+    int32_t  T, r0;         /* rows [0, T); rows [r0, T) want logits                       */
+    int32_t *tok;           /* [n_rows] token of each row                                  */
+    int32_t *pos;           /* [n_rows] its position                                       */
+    struct g4_session **sess; /* [n_rows] its session (KV cache, attention scratch)        */
+    int32_t *col;           /* [n_rows] its column in llama.cpp's ubatch                    */
+    int32_t *seq_n;         /* [n_rows] tokens of its session in that ubatch                */
+    int32_t *ocol;          /* [n_rows] output rows: index among the ubatch's outputs       */
+    float  **odst;          /* [n_rows] output rows: where its logits go (may be a logits row) */
+    int64_t  batch_n;       /* columns of llama.cpp's ubatch                                */
+    int64_t  n_outputs;     /* outputs of llama.cpp's ubatch                                */
+} g4_work;
+
+/* Memory plan of a work for n_rows rows and n_out_rows output rows: offsets from a 64-byte
+ * aligned base, added to *p (session.c, batch.c share one arena each). */
+typedef struct g4_plan {
+    uint64_t off; /* bytes so far */
+    int      ovf; /* 1 = some size overflowed */
+} g4_plan;
+typedef struct g4_work_plan {
+    uint64_t inpL, cur, q, kc, vc, kqv, gate, up, pe, ipl, plp, rope, act, logits;
+    uint64_t tok, pos, sess, col, seq_n, ocol, odst;
+    size_t   act_row_max;
+    int32_t  head_dim_max;
+    int32_t  n_rows, n_out_rows;
+} g4_work_plan;
+/* Reserves n elements of size bytes, 64-byte aligned; returns the offset. */
+G4_INTERNAL uint64_t plan_take(g4_plan *p, uint64_t n, uint64_t size);
+G4_INTERNAL void     work_plan(g4_plan *p, const g4_model *m, int32_t n_rows, int32_t n_out_rows, g4_work_plan *wp);
+G4_INTERNAL void     work_bind(g4_work *w, const g4_model *m, uint8_t *base, const g4_work_plan *wp);
+
 /* ==== Session ==== */
+
+#define G4_ATTN_TILE 16 /* most rows of one attention job (attention.c) */
 
 struct g4_session {
     g4_model *m;
     int32_t   n_ctx;        /* positions the session can hold */
-    int32_t   n_ubatch;     /* tokens per forward chunk */
+    int32_t   n_ubatch;     /* most tokens of this session in one forward chunk */
     uint32_t  kv_type;      /* G4_TYPE_F16 / F32 / Q8_0 */
     int       logits_all;   /* 1 = logits of every position of an eval */
     int       n_threads;    /* pool_n_threads(m->pool) */
     int32_t   n_past;       /* positions in the cache */
+    int32_t   swa_hi;       /* one past the highest position written since the last reset */
+    int32_t   swa_lo;       /* lowest position the sliding rings were given (a load may give
+                             * only the last window): they hold positions
+                             * [max(swa_lo, swa_hi - swa_cells), n_past) */
+    int32_t   swa_cells;    /* cells of the sliding rings (0 when no layer slides) */
 
     g4_kv_slot *kv;         /* [cfg.n_kv_owner], indexed by g4_layer.kv_slot */
 
-    /* scratch, all in the arena; W_q = max n_head*head_dim, W_kv = max n_head_kv*head_dim */
-    float   *inpL;          /* [n_ubatch][n_embd]      residual stream (inp_scaled, l_out)   */
-    float   *cur;           /* [n_ubatch][n_embd]      attn_norm / ffn_norm / projections    */
-    float   *Qcur;          /* [n_ubatch][W_q]         queries, normed and rotated           */
-    float   *Kcur;          /* [n_ubatch][W_kv]        keys before the cache write           */
-    float   *Vcur;          /* [n_ubatch][W_kv]        values before the cache write         */
-    float   *kqv_out;       /* [n_ubatch][W_q]         attention output, heads concatenated  */
-    float   *ffn_gate;      /* [n_ubatch][max n_ff]    gate branch, then gelu(gate)*up       */
-    float   *ffn_up;        /* [n_ubatch][max n_ff]    up branch                             */
-    float   *pe;            /* [n_ubatch][P]           PLE gate                              */
-    float   *inp_per_layer; /* [n_ubatch][n_layer*P]   per-layer inputs (§4.2), slice l at l*P */
-    float   *pl_proj;       /* [n_ubatch][n_layer*P]   per_layer_model_proj output           */
-    float   *rope_cs;       /* [n_ubatch][max head_dim] (cos, sin) pairs of the current layer */
-    int32_t *pos;           /* [n_ubatch]              position of each chunk row            */
-    uint8_t *act;           /* [n_ubatch][act_row_max] activation rows in a weight's dot type */
-    size_t   act_row_max;   /* bytes of the widest activation row (F32 bound)              */
-    uint8_t *attn_ws;       /* [n_threads][attn_ws_bytes] per-thread attention scratch, for */
-    size_t   attn_ws_bytes; /*   up to G = max n_head/n_head_kv query heads: kq [G][n_cells] */
-    size_t   ws_pq, ws_qq, ws_o; /* f32 at 0, p [G] rows in V's dot type at ws_pq, q [G] rows */
-                                 /* in K's dot type at ws_qq, [head_dim_max] f32 at ws_o     */
-    size_t   ws_v;          /* [head_dim_max][ws_v_cells] V hull copy (attention.c v_hull)  */
+    /* per-thread attention scratch of one job (attention.c): up to G4_ATTN_TILE rows x G =
+     * max n_head/n_head_kv query heads */
+    uint8_t *attn_ws;       /* [n_threads][attn_ws_bytes]: kq [ws_kq_cap] f32 at 0, p rows  */
+    size_t   attn_ws_bytes; /*   in V's dot type at ws_pq, [ws_q_cap] q rows in K's dot    */
+    size_t   ws_pq, ws_qq, ws_o; /* type at ws_qq, [ws_q_cap + 1][head_dim_max] f32 at ws_o  */
+    size_t   ws_v;          /* [head_dim_max][ws_v_cells] V hull copy (attention.c job_v)   */
     int32_t  ws_v_cells;    /* 0 when every ring holds every hull                           */
-    int32_t  head_dim_max;  /* largest head_dim of any layer (rope_cs row stride)           */
+    int64_t  ws_kq_cap;     /* floats of kq: a job's rows x heads x hull cells              */
+    int32_t  ws_q_cap;      /* a job's rows x heads                                        */
     int32_t  n_cells_max;   /* largest n_cells of any slot + 64: bound of a window's hull   */
     float   *logits;        /* [n_logit_rows][n_vocab] after the soft-cap                   */
-    int32_t  n_logit_rows;  /* capacity: n_ubatch with logits_all, else 1                   */
+    int32_t  n_logit_rows;  /* capacity: n_logits option (n_ubatch with logits_all, else 1)  */
     int32_t  n_logits;      /* rows valid from the last eval (0 before the first eval)      */
-    /* Float order of the matmuls (kern.h kern_pick, per kernel table): llama.cpp runs every
-     * layer op on all batch_n tokens of an eval (one ubatch); this chunk's rows are tokens
-     * [chunk_off, chunk_off + chunk_T) of it (set by the eval loop and forward_chunk). */
-    int64_t  batch_n;
-    int64_t  chunk_off;
-    int32_t  chunk_T;
+    int      logits_rows;   /* 1 = the last eval returned every token's logits               */
+    g4_work  work;          /* rows scratch of g4_session_eval (logits = this->logits)      */
+
+    g4_abort_fn abort_fn;   /* polled between chunks; nonzero stops the eval */
+    void    *abort_ud;
 
     void    *arena;         /* one allocation: KV cache + scratch                          */
     size_t   arena_bytes;
@@ -96,27 +153,52 @@ struct g4_session {
     char     err[256];      /* last error message, "" if none                              */
 };
 
+/* ==== eval.c: the schedule of an eval over one or several sessions ==== */
+
+/* Advances s[i] by tok[i][0 .. n_tok[i]) for i < n through the chunks of w (validated by the
+ * caller: distinct sessions of w's model, tokens in range, room in every context). Follows
+ * llama.cpp's split of one llama_batch holding sequences 0 .. n-1 into ubatches (non-unified
+ * cache, equal split) for the float order; w's capacities bound the chunks. Polls every
+ * session's abort callback before each chunk: then every session is rolled back to where it
+ * was (session_rollback) and G4_ERR_ABORTED is returned with a message in err. flags:
+ * G4_EVAL_ALL_LOGITS / G4_EVAL_DECODE_ORDER (g4.h), for every session of the call. */
+G4_INTERNAL g4_status eval_sessions(g4_work *w, g4_session *const *s, const int32_t *const *tok,
+                                    const size_t *n_tok, size_t n, unsigned flags, char *err, size_t errlen);
+/* The checks of an eval of tok[0..n_tok) on s (session.c); who prefixes the message. */
+G4_INTERNAL g4_status session_check(const g4_session *s, const int32_t *tok, size_t n_tok, unsigned flags,
+                                    char *err, size_t errlen, const char *who);
+/* Forgets positions >= n_keep (n_keep <= n_past); returns the new n_past: n_keep when every
+ * sliding ring still holds the window continuing there needs, else 0. */
+G4_INTERNAL int32_t session_rollback(g4_session *s, int32_t n_keep);
+/* g4_session_load from an open stream (state.c; fuzzing reads from memory); path names it
+ * in messages. Does not close f. */
+G4_INTERNAL g4_status state_load_fp(g4_session *s, FILE *f, const char *path, int32_t *tokens, size_t cap,
+                                    size_t *n_tokens);
+/* The lowest position whose sliding-ring entries are still intact (eval.c). */
+G4_INTERNAL int64_t session_ring_lo(const g4_session *s);
+
 /* ==== forward.c ==== */
 
 /* Builds ggml's fp16 GELU table: t[h] = fp16(gelu_f32(f32(h))) for all 65536 bit patterns
  * (gemma4-architecture.md §5.3). t has 65536 entries. */
 G4_INTERNAL void forward_gelu_table(uint16_t *t);
 
-/* Runs one chunk: tok[0..T) at positions n_past.., T <= n_ubatch. Writes K/V of every
- * KV-owning layer for all T rows; runs the rest of the model for the last n_out rows only
- * and writes their logits to s->logits rows [0, n_out). n_out may be 0 (a prompt chunk
- * before the last). Cannot fail: the caller has validated everything. */
-G4_INTERNAL void forward_chunk(g4_session *s, const int32_t *tok, int T, int n_out);
+/* Runs the chunk described in w (rows [0, T), outputs [r0, T)): writes K/V of every
+ * KV-owning layer for all rows into their sessions' caches; runs the rest of the model for
+ * the output rows only and writes their logits to odst[t]. Cannot fail: the caller has
+ * validated everything. */
+G4_INTERNAL void forward_chunk(g4_work *w);
 
-/* y[t*n_out + r] = (W_r . x_t) * scale for r in [row0, row1), t < n_tok; x is [n_tok][n_in]
- * f32 (n_in = w->ne[0]). Activation rows are converted once to w's dot type; rows are split
- * over the pool. ldy: y row stride in floats. */
-G4_INTERNAL void forward_matmul(g4_session *s, const g4_tensor *w, const float *x, int n_tok,
+/* y[k*ldy + r] = (W_r . x_k) * scale for r in [row0, row1), chunk rows t = a + k in [a, b);
+ * x is [b - a][n_in] f32 (n_in = wt->ne[0]). Activation rows are converted once to wt's dot
+ * type; each row takes the float order of its column w->col[t] of the ubatch; weight rows
+ * are split over the pool. ldy: y row stride in floats. */
+G4_INTERNAL void forward_matmul(g4_work *w, const g4_tensor *wt, const float *x, int a, int b,
                                 float *y, size_t ldy, int64_t row0, int64_t row1, float scale);
 
-/* Runs fn(s, arg, t) for rows t in [r0, T), split over the pool (rows are independent). */
-typedef void (*forward_row_fn)(g4_session *s, const void *arg, int t);
-G4_INTERNAL void forward_rows(g4_session *s, int r0, int T, forward_row_fn fn, const void *arg);
+/* Runs fn(w, arg, t) for rows t in [r0, T), split over the pool (rows are independent). */
+typedef void (*forward_row_fn)(g4_work *w, const void *arg, int t);
+G4_INTERNAL void forward_rows(g4_work *w, int r0, int T, forward_row_fn fn, const void *arg);
 
 /* ggml_compute_forward_rms_norm_f32 (+ fused mul): squares in f32, sum in double. w may be
  * NULL (weightless norm). y may equal x. */
@@ -128,15 +210,15 @@ G4_INTERNAL void forward_softcap(float *y, int64_t n, float c);
 /* ==== attention.c ==== */
 
 /* Per-row RoPE cache of layer l for rows [r0, T): s->rope_cs. */
-G4_INTERNAL void attn_rope_cache(g4_session *s, const g4_layer *l, int r0, int T);
+G4_INTERNAL void attn_rope_cache(g4_work *w, const g4_layer *l, int r0, int T);
 /* Qcur rows [r0, T): per-head RMS with attn_q_norm, then RoPE. */
-G4_INTERNAL void attn_q_prep(g4_session *s, const g4_layer *l, int r0, int T);
+G4_INTERNAL void attn_q_prep(g4_work *w, const g4_layer *l, int r0, int T);
 /* Kcur/Vcur rows [r0, T) of a KV-owning layer: k-norm + RoPE, weightless v-norm, then the
  * cache write at the rows' positions. */
-G4_INTERNAL void attn_kv_store(g4_session *s, const g4_layer *l, int r0, int T);
+G4_INTERNAL void attn_kv_store(g4_work *w, const g4_layer *l, int r0, int T);
 /* kqv_out rows [r0, T) = softmax(q.K) . V over the cache of l->kv_src, causal, windowed on
  * sliding layers, scale 1.0; GQA head h reads KV head h / (n_head/n_head_kv). */
-G4_INTERNAL void attn_compute(g4_session *s, const g4_layer *l, int r0, int T);
+G4_INTERNAL void attn_compute(g4_work *w, const g4_layer *l, int r0, int T);
 /* (cos, sin) pairs cs[n_rot] of position pos: ggml_rope_cache_init, ff = rope_freqs or NULL. */
 G4_INTERNAL void attn_rope_cs(float *cs, int64_t pos, const float *ff, float base, int n_rot);
 /* NEOX RoPE of x[0..n_rot) with the pairs of attn_rope_cs (ops.cpp rotate_pairs). */
@@ -153,9 +235,9 @@ G4_INTERNAL void attn_softmax(const struct g4_kern *k, float *x, int64_t n, int6
 
 /* inp_per_layer rows [0, T) (slices 0..n_layer_kv-1) and rows [r0, T) (all slices) from the
  * tokens and from inpL (the scaled embeddings), §4.2. No-op when P == 0. */
-G4_INTERNAL void ple_inputs(g4_session *s, const int32_t *tok, int r0, int T);
+G4_INTERNAL void ple_inputs(g4_work *w, int r0, int T);
 /* The PLE block of layer il on rows [r0, T) of inpL (§4.3 step 13). No-op when P == 0. */
-G4_INTERNAL void ple_block(g4_session *s, int il, int r0, int T);
+G4_INTERNAL void ple_block(g4_work *w, int il, int r0, int T);
 
 /* The fp16-table GELU of ggml (vec.h ggml_vec_gelu_f32 with GGML_GELU_FP16). */
 static inline float forward_gelu(const uint16_t *tab, float x) {

@@ -21,31 +21,6 @@
 #include "pool.h"
 #include "quant/quant.h"
 
-#define ARENA_ALIGN 64u
-
-/* ==== Memory plan ==== */
-
-typedef struct plan {
-    uint64_t off; /* bytes so far */
-    int      ovf; /* 1 = some size overflowed */
-} plan;
-
-/* Reserves n elements of size bytes, 64-byte aligned; returns the offset. */
-static uint64_t plan_take(plan *p, uint64_t n, uint64_t size) {
-    uint64_t bytes, start, end;
-    if (g4_mul_ovf(n, size, &bytes) || g4_add_ovf(p->off, ARENA_ALIGN - 1, &start)) { p->ovf = 1; return 0; }
-    start &= ~(uint64_t)(ARENA_ALIGN - 1);
-    if (g4_add_ovf(start, bytes, &end)) { p->ovf = 1; return 0; }
-    p->off = end;
-    return start;
-}
-
-static size_t act_rb(const g4_tensor *w) {
-    return w ? kern_act_row_bytes(quant_traits(w->type)->dot_type, w->ne[0]) : 0;
-}
-
-static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
-
 static g4_status fail(char *err, size_t errlen, g4_status st, const char *msg) {
     return g4_errf(st, err, errlen, "%s", msg);
 }
@@ -83,37 +58,30 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
 
     /* widths */
     const int L = c->n_layer;
-    int64_t hd_max = 0, q_max = 0, kv_max = 0, ff_max = 0, gqa_max = 1;
-    size_t act_max = max_sz(act_rb(m->output ? m->output : m->token_embd), act_rb(m->per_layer_model_proj));
+    int64_t hd_max = 0, gqa_max = 1;
     for (int i = 0; i < L; i++) {
         const g4_layer *l = &m->layers[i];
-        const int64_t hd = l->head_dim;
-        if (hd > hd_max) hd_max = hd;
-        if (hd * l->n_head > q_max) q_max = hd * l->n_head;
-        if (hd * l->n_head_kv > kv_max) kv_max = hd * l->n_head_kv;
-        if (l->n_ff > ff_max) ff_max = l->n_ff;
+        if (l->head_dim > hd_max) hd_max = l->head_dim;
         if (l->n_head / l->n_head_kv > gqa_max) gqa_max = l->n_head / l->n_head_kv;
-        const g4_tensor *ws[] = { l->attn_q, l->has_kv ? l->attn_k : NULL, l->has_kv ? l->attn_v : NULL,
-                                  l->attn_output, l->ffn_gate, l->ffn_up, l->ffn_down, l->inp_gate, l->proj };
-        for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++) act_max = max_sz(act_max, act_rb(ws[k]));
-        if (l->has_kv && kv_type == G4_TYPE_Q8_0 && hd % 32 != 0)
+        if (l->has_kv && kv_type == G4_TYPE_Q8_0 && l->head_dim % 32 != 0)
             return g4_errf(G4_ERR_UNSUPPORTED, err, errlen,
-                           "cache type q8_0 needs head_dim a multiple of 32 (layer %d has %d)", i, (int)hd);
+                           "cache type q8_0 needs head_dim a multiple of 32 (layer %d has %d)", i, (int)l->head_dim);
     }
 
     /* plan: the struct is separate, everything else in one arena */
     const int n_threads = pool_n_threads(m->pool);
     const int n_slots = c->n_kv_owner;
     const int kdt = quant_traits(kv_type)->dot_type;
-    const uint64_t E = (uint64_t)c->n_embd, LP = (uint64_t)L * (uint64_t)c->n_embd_per_layer;
-    const uint64_t V = (uint64_t)c->n_vocab, U = (uint64_t)n_ub;
-    const int32_t n_logit_rows = o.logits_all ? n_ub : 1;
-    plan p = {0, 0};
+    if (o.n_logits < 0 || o.n_logits > n_ctx)
+        return g4_errf(G4_ERR_ARG, err, errlen, "n_logits %d is outside [0, n_ctx %d]", (int)o.n_logits, (int)n_ctx);
+    int32_t n_logit_rows = o.n_logits ? o.n_logits : 1;
+    if (o.logits_all && n_logit_rows < n_ub) n_logit_rows = n_ub;
+    g4_plan p = {0, 0};
     uint64_t off_kv_slots = plan_take(&p, (uint64_t)n_slots, sizeof(g4_kv_slot));
     uint64_t off_k[512], off_v[512];
     int32_t cells[512], rows_of[512];
     size_t krb[512];
-    int32_t n_cells_max = 1, v_hull_max = 0;
+    int32_t n_cells_max = 1, v_hull_max = 0, swa_cells = 0;
     G4_ASSERT(n_slots <= 512 && n_slots <= L);
     for (int i = 0; i < n_slots; i++) {
         const g4_layer *l = &m->layers[i];
@@ -121,6 +89,7 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
         int64_t nc = n_ctx;
         if (l->swa && (int64_t)c->n_swa + n_ub - 1 < nc) nc = (int64_t)c->n_swa + n_ub - 1;
         cells[i] = (int32_t)nc;
+        if (l->swa) swa_cells = (int32_t)nc;
         /* full layers: rows up to a multiple of 32, so attention's 32-aligned hull of any
          * window is one row range (attention.c attn_window) */
         rows_of[i] = (int32_t)(l->swa ? 2 * nc : (nc + 31) / 32 * 32);
@@ -135,36 +104,30 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
         off_v[i] = plan_take(&p, rows, krb[i]); /* transposed V holds the same element count */
     }
     const uint64_t kv_end = p.off;
-    uint64_t off_inpL = plan_take(&p, U * E, 4);
-    uint64_t off_cur = plan_take(&p, U * E, 4);
-    uint64_t off_q = plan_take(&p, U * (uint64_t)q_max, 4);
-    uint64_t off_kc = plan_take(&p, U * (uint64_t)kv_max, 4);
-    uint64_t off_vc = plan_take(&p, U * (uint64_t)kv_max, 4);
-    uint64_t off_kqv = plan_take(&p, U * (uint64_t)q_max, 4);
-    uint64_t off_gate = plan_take(&p, U * (uint64_t)ff_max, 4);
-    uint64_t off_up = plan_take(&p, U * (uint64_t)ff_max, 4);
-    uint64_t off_pe = plan_take(&p, U * (uint64_t)c->n_embd_per_layer, 4);
-    uint64_t off_ipl = plan_take(&p, U * LP, 4);
-    uint64_t off_plp = plan_take(&p, U * LP, 4);
-    uint64_t off_rope = plan_take(&p, U * (uint64_t)hd_max, 4);
-    uint64_t off_pos = plan_take(&p, U, 4);
-    uint64_t off_act = plan_take(&p, U, act_max);
-    /* per-thread attention scratch, for the query heads of one KV head, over the 32-aligned
-     * hull of a window (at most n_cells + 62 cells, attention.c attn_window):
-     * kq [gqa][hull] | p [gqa] rows (V dot type) | q [gqa] rows (K dot type) | o [hd] |
-     * V hull copy [hd][v_hull_max] (small rings only) */
+    /* the rows scratch of g4_session_eval; its logits are the session's */
+    g4_work_plan wp;
+    work_plan(&p, m, o.batch_only ? 0 : n_ub, n_logit_rows, &wp);
+    /* per-thread attention scratch of one job (attention.c: up to ATTN_TILE rows x the G
+     * query heads of a KV head, over the 32-aligned hull of their windows' union; a lone
+     * row's hull is at most n_cells + 62 cells):
+     * kq [kq_cap] f32 | p rows (V dot type) | q [q_cap] rows (K dot type) | o [q_cap + 1][hd] |
+     * V hull copy [hd][v_cells] (small rings only) */
     n_cells_max += 64;
-    plan w = {0, 0};
-    plan_take(&w, (uint64_t)gqa_max * (uint64_t)n_cells_max, 4);
-    const uint64_t ws_pq = plan_take(&w, (uint64_t)gqa_max, kern_act_row_bytes(kdt, n_cells_max));
-    const uint64_t ws_qq = plan_take(&w, (uint64_t)gqa_max, kern_act_row_bytes(kdt, hd_max));
-    const uint64_t ws_o = plan_take(&w, (uint64_t)hd_max, 4);
+    const int64_t win = c->n_swa < n_ctx ? c->n_swa : n_ctx;
+    int64_t kq_cap = win + G4_ATTN_TILE + 64;
+    kq_cap *= G4_ATTN_TILE;
+    if (kq_cap < n_cells_max) kq_cap = n_cells_max;
+    kq_cap *= gqa_max;
+    const int64_t q_cap = (int64_t)G4_ATTN_TILE * gqa_max;
+    if (v_hull_max) v_hull_max += G4_ATTN_TILE;
+    g4_plan w = {0, 0};
+    plan_take(&w, (uint64_t)kq_cap, 4);
+    const uint64_t ws_pq = plan_take(&w, (uint64_t)kq_cap, kdt == G4_TYPE_F16 ? 2 : 4);
+    const uint64_t ws_qq = plan_take(&w, (uint64_t)q_cap, kern_act_row_bytes(kdt, hd_max));
+    const uint64_t ws_o = plan_take(&w, (uint64_t)(q_cap + 1) * (uint64_t)hd_max, 4);
     const uint64_t ws_v = plan_take(&w, (uint64_t)hd_max * (uint64_t)v_hull_max, 4);
     plan_take(&w, 0, 1); /* round the per-thread block up to the alignment */
     uint64_t off_ws = plan_take(&p, (uint64_t)n_threads, w.off);
-    uint64_t rows_v;
-    if (g4_mul_ovf((uint64_t)n_logit_rows, V, &rows_v)) p.ovf = 1;
-    uint64_t off_logits = plan_take(&p, rows_v, 4);
     if (p.ovf || w.ovf || p.off > SIZE_MAX || p.off == 0)
         return g4_errf(G4_ERR_NOMEM, err, errlen, "session memory for n_ctx %d does not fit in size_t", (int)n_ctx);
 
@@ -197,21 +160,7 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
             .head_dim = l->head_dim, .swa = l->swa, .k_row_bytes = krb[i],
         };
     }
-    s->inpL = (float *)(void *)(a + off_inpL);
-    s->cur = (float *)(void *)(a + off_cur);
-    s->Qcur = (float *)(void *)(a + off_q);
-    s->Kcur = (float *)(void *)(a + off_kc);
-    s->Vcur = (float *)(void *)(a + off_vc);
-    s->kqv_out = (float *)(void *)(a + off_kqv);
-    s->ffn_gate = (float *)(void *)(a + off_gate);
-    s->ffn_up = (float *)(void *)(a + off_up);
-    s->pe = (float *)(void *)(a + off_pe);
-    s->inp_per_layer = (float *)(void *)(a + off_ipl);
-    s->pl_proj = (float *)(void *)(a + off_plp);
-    s->rope_cs = (float *)(void *)(a + off_rope);
-    s->pos = (int32_t *)(void *)(a + off_pos);
-    s->act = a + off_act;
-    s->act_row_max = act_max;
+    work_bind(&s->work, m, a, &wp);
     s->attn_ws = a + off_ws;
     s->attn_ws_bytes = (size_t)w.off;
     s->ws_pq = (size_t)ws_pq;
@@ -219,9 +168,11 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     s->ws_o = (size_t)ws_o;
     s->ws_v = (size_t)ws_v;
     s->ws_v_cells = v_hull_max;
-    s->head_dim_max = (int32_t)hd_max;
+    s->ws_kq_cap = kq_cap;
+    s->ws_q_cap = (int32_t)q_cap;
     s->n_cells_max = n_cells_max;
-    s->logits = (float *)(void *)(a + off_logits);
+    s->swa_cells = swa_cells;
+    s->logits = s->work.logits;
     s->n_logit_rows = n_logit_rows;
     s->n_logits = 0;
     s->n_past = 0;
@@ -238,45 +189,40 @@ void g4_session_free(g4_session *s) {
 
 /* ==== Eval ==== */
 
-static g4_status serr(g4_session *s, g4_status st, const char *fmt, ...) G4_PRINTF(3, 4);
-static g4_status serr(g4_session *s, g4_status st, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    g4_verrf(st, s->err, sizeof s->err, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-g4_status g4_session_eval(g4_session *s, const int32_t *tok, size_t n_tok) {
-    if (!s) return G4_ERR_ARG;
-    s->err[0] = '\0';
-    if (!tok || n_tok == 0) return serr(s, G4_ERR_ARG, "eval: no tokens (tok %s, n_tok %zu)", tok ? "set" : "NULL", n_tok);
+g4_status session_check(const g4_session *s, const int32_t *tok, size_t n_tok, unsigned flags, char *err,
+                        size_t errlen, const char *who) {
+    if (!tok || n_tok == 0) return g4_errf(G4_ERR_ARG, err, errlen, "%s: no tokens (tok %s, n_tok %zu)", who, tok ? "set" : "NULL", n_tok);
     const int32_t V = s->m->cfg.n_vocab;
     for (size_t i = 0; i < n_tok; i++)
         if (tok[i] < 0 || tok[i] >= V)
-            return serr(s, G4_ERR_ARG, "eval: token %d at index %zu is outside [0, %d)", (int)tok[i], i, (int)V);
+            return g4_errf(G4_ERR_ARG, err, errlen, "%s: token %d at index %zu is outside [0, %d)", who, (int)tok[i], i, (int)V);
     if (n_tok > (size_t)(s->n_ctx - s->n_past))
-        return serr(s, G4_ERR_CTX_FULL, "eval: context full: %d positions used + %zu tokens > n_ctx %d",
-                    (int)s->n_past, n_tok, (int)s->n_ctx);
+        return g4_errf(G4_ERR_CTX_FULL, err, errlen, "%s: context full: %d positions used + %zu tokens > n_ctx %d", who,
+                       (int)s->n_past, n_tok, (int)s->n_ctx);
     if (s->logits_all && n_tok > (size_t)s->n_ubatch)
-        return serr(s, G4_ERR_ARG, "eval: with logits_all an eval takes at most n_ubatch (%d) tokens, got %zu",
-                    (int)s->n_ubatch, n_tok);
-
-    /* Nothing below can fail. Chunks of n_ubatch tokens; only the last one wants logits
-     * (every row with logits_all). ref: llama_context::decode splitting a batch in ubatches. */
-    s->n_logits = 0;
-    for (size_t off = 0; off < n_tok;) {
-        const int T = (int)(n_tok - off < (size_t)s->n_ubatch ? n_tok - off : (size_t)s->n_ubatch);
-        const int last = off + (size_t)T == n_tok;
-        const int n_out = s->logits_all ? T : (last ? 1 : 0);
-        s->batch_n = (int64_t)n_tok;
-        s->chunk_off = (int64_t)off;
-        forward_chunk(s, tok + off, T, n_out);
-        s->n_past += T;
-        off += (size_t)T;
-    }
+        return g4_errf(G4_ERR_ARG, err, errlen, "%s: with logits_all an eval takes at most n_ubatch (%d) tokens, got %zu", who,
+                       (int)s->n_ubatch, n_tok);
+    if ((flags & G4_EVAL_ALL_LOGITS) && n_tok > (size_t)s->n_logit_rows)
+        return g4_errf(G4_ERR_ARG, err, errlen, "%s: G4_EVAL_ALL_LOGITS takes at most the session's n_logits (%d) tokens, got %zu",
+                       who, (int)s->n_logit_rows, n_tok);
     return G4_OK;
 }
+
+g4_status g4_session_eval_ex(g4_session *s, const int32_t *tok, size_t n_tok, unsigned flags) {
+    if (!s) return G4_ERR_ARG;
+    s->err[0] = '\0';
+    if (flags & ~(unsigned)(G4_EVAL_ALL_LOGITS | G4_EVAL_DECODE_ORDER))
+        return g4_errf(G4_ERR_ARG, s->err, sizeof s->err, "eval: unknown flags 0x%x", flags);
+    if (s->work.n_rows == 0)
+        return g4_errf(G4_ERR_ARG, s->err, sizeof s->err, "eval: the session was created batch_only: evaluate it with g4_batch_eval");
+    g4_status st = session_check(s, tok, n_tok, flags, s->err, sizeof s->err, "eval");
+    if (st != G4_OK) return st;
+    /* Nothing below can fail but an abort (eval.c: the eval is one llama.cpp ubatch, run in
+     * chunks of n_ubatch tokens; only the last one wants logits, every row with logits_all) */
+    return eval_sessions(&s->work, &s, &tok, &n_tok, 1, flags, s->err, sizeof s->err);
+}
+
+g4_status g4_session_eval(g4_session *s, const int32_t *tok, size_t n_tok) { return g4_session_eval_ex(s, tok, n_tok, 0); }
 
 const float *g4_session_logits(const g4_session *s) {
     if (!s || s->n_logits <= 0) return NULL;
@@ -284,20 +230,45 @@ const float *g4_session_logits(const g4_session *s) {
 }
 
 const float *g4_session_logits_ith(const g4_session *s, size_t i) {
-    if (!s || !s->logits_all || i >= (size_t)s->n_logits) return NULL;
+    if (!s || !s->logits_rows || i >= (size_t)s->n_logits) return NULL;
     return s->logits + i * (size_t)s->m->cfg.n_vocab;
 }
 
 void g4_session_reset(g4_session *s) {
     if (!s) return;
     s->n_past = 0;    /* cells are overwritten before they are read again */
+    s->swa_hi = s->swa_lo = 0;
     s->n_logits = 0;
     s->err[0] = '\0';
+}
+
+int32_t g4_session_truncate(g4_session *s, int32_t n_keep) {
+    if (!s) return 0;
+    s->err[0] = '\0';
+    return session_rollback(s, n_keep);
+}
+
+void g4_session_set_abort(g4_session *s, g4_abort_fn fn, void *ud) {
+    if (!s) return;
+    s->abort_fn = fn;
+    s->abort_ud = ud;
 }
 
 int32_t g4_session_n_past(const g4_session *s) { return s ? s->n_past : 0; }
 int32_t g4_session_n_ctx(const g4_session *s) { return s ? s->n_ctx : 0; }
 const char *g4_session_errmsg(const g4_session *s) { return s ? s->err : "session is NULL"; }
+
+void g4_session_kv_split(const g4_session *s, size_t *per_position, size_t *rings) {
+    size_t pp = 0, rg = 0;
+    for (int i = 0; s && i < s->m->cfg.n_kv_owner; i++) {
+        const g4_kv_slot *kv = &s->kv[i];
+        const size_t row = 2 * (size_t)kv->n_head_kv * kv->k_row_bytes; /* K and V of one position */
+        if (kv->swa) rg += row * (size_t)kv->n_rows;
+        else pp += row;
+    }
+    if (per_position) *per_position = pp;
+    if (rings) *rings = rg;
+}
 
 void g4_session_memory(const g4_session *s, size_t *kv_bytes, size_t *scratch_bytes) {
     if (kv_bytes) *kv_bytes = s ? s->kv_bytes : 0;

@@ -213,12 +213,14 @@ typedef struct mm_job {
     size_t xrb;
     int64_t n_in, n_out;
     int n_tok;
+    g4_matmul_fn fn;   /* the entry to time; NULL = matmul */
 } mm_job;
 
 static void mm_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     (void)thread;
     const mm_job *j = vctx;
-    j->k->matmul[j->type](j->y, (size_t)j->n_out, j->w, j->wrb, j->xq, j->xrb, j->n_in, i0, i1, j->n_tok);
+    (j->fn ? j->fn : j->k->matmul[j->type])(j->y, (size_t)j->n_out, j->w, j->wrb, j->xq, j->xrb, j->n_in, i0, i1,
+                                            j->n_tok);
 }
 
 /* matvec weights: 64-byte aligned; huge: 2 MiB aligned with MADV_HUGEPAGE (transparent huge
@@ -253,8 +255,8 @@ static void random_blocks(uint32_t type, uint8_t *w, size_t bytes) {
 }
 
 /* median seconds of one matmul of n_tok tokens over n_out rows; *best = the fastest run */
-static double time_matmul(const g4_kern *k, g4_pool *pool, uint32_t type, const uint8_t *w, int64_t n_in,
-                          int64_t n_out, int n_tok, int reps, int64_t chunk, double *best) {
+static double time_matmul_g(const g4_kern *k, g4_pool *pool, uint32_t type, const uint8_t *w, int64_t n_in,
+                            int64_t n_out, int n_tok, int reps, int64_t chunk, double *best, g4_matmul_fn fn) {
     const int dt = quant_traits(type)->dot_type;
     const size_t xrb = kern_act_row_bytes(dt, n_in);
     float *x = malloc((size_t)n_in * (size_t)n_tok * sizeof *x);
@@ -262,7 +264,7 @@ static double time_matmul(const g4_kern *k, g4_pool *pool, uint32_t type, const 
     float *y = malloc((size_t)n_out * (size_t)n_tok * sizeof *y);
     for (int64_t i = 0; i < n_in * n_tok; i++) x[i] = (float)((int64_t)(next_rand() % 2001) - 1000) * 1e-3f;
     for (int t = 0; t < n_tok; t++) k->quantize_act[dt](x + (size_t)t * (size_t)n_in, xq + (size_t)t * xrb, n_in);
-    mm_job j = { k, type, y, w, quant_row_bytes(type, n_in), xq, xrb, n_in, n_out, n_tok };
+    mm_job j = { k, type, y, w, quant_row_bytes(type, n_in), xq, xrb, n_in, n_out, n_tok, fn };
     double t[64];
     for (int r = 0; r <= reps; r++) {
         const double t0 = now_s();
@@ -276,9 +278,41 @@ static double time_matmul(const g4_kern *k, g4_pool *pool, uint32_t type, const 
     return med;
 }
 
+static double time_matmul(const g4_kern *k, g4_pool *pool, uint32_t type, const uint8_t *w, int64_t n_in,
+                          int64_t n_out, int n_tok, int reps, int64_t chunk, double *best) {
+    return time_matmul_g(k, pool, type, w, n_in, n_out, n_tok, reps, chunk, best, NULL);
+}
+
+/* -B: per-token cost of decoding n_tok sessions together, at 1536 x 6144 (in cache) */
+static void bench_batched(const g4_kern *k, int reps, const char *types) {
+    static const uint32_t BT[] = { G4_TYPE_Q4_K, G4_TYPE_Q6_K, G4_TYPE_Q8_0, G4_TYPE_Q4_0, G4_TYPE_Q5_K, G4_TYPE_F16, G4_TYPE_BF16 };
+    const int64_t n_in = 1536, n_out = 6144;
+    printf("batched decode, 1 thread, %lldx%lld in cache: ns per row and token (best of %d), and vs n_tok 1\n",
+           (long long)n_in, (long long)n_out, reps);
+    for (size_t ti = 0; ti < sizeof BT / sizeof BT[0]; ti++) {
+        if (types && !strstr(types, quant_traits(BT[ti])->name)) continue;
+        const size_t bytes = quant_row_bytes(BT[ti], n_in) * (size_t)n_out;
+        uint8_t *w = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        random_blocks(BT[ti], w, bytes);
+        double one = 0;
+        printf("%-6s", quant_traits(BT[ti])->name);
+        for (int nt = 1; nt <= 8; nt *= 2) {
+            const g4_matmul_fn fn = kern_pick(k, BT[ti], nt, 0, n_in, n_out, 0); /* the table's order for nt columns */
+            const int grp = fn != k->matmul[BT[ti]];
+            double b;
+            time_matmul_g(k, NULL, BT[ti], w, n_in, n_out, nt, reps, n_out, &b, fn);
+            const double ns = b * 1e9 / (double)n_out / nt;
+            if (nt == 1) one = ns;
+            printf("  n_tok %d%s %6.2f ns (%3.0f%%)", nt, grp ? "g" : " ", ns, 100.0 * ns / one);
+        }
+        printf("\n");
+        free(w);
+    }
+}
+
 int main(int argc, char **argv) {
     const char *force = NULL;
-    int reps = 7, quick = 0, only1 = 0, huge = 0, dram_only = 0;
+    int reps = 7, quick = 0, only1 = 0, huge = 0, dram_only = 0, batched = 0;
     const char *types = NULL, *shapes = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-k") && i + 1 < argc) force = argv[++i];
@@ -287,9 +321,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-1")) only1 = 1;
         else if (!strcmp(argv[i], "-H")) huge = 1;
         else if (!strcmp(argv[i], "-D")) dram_only = 1;
+        else if (!strcmp(argv[i], "-B")) batched = 1;
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-q")) quick = 1;
-        else { fprintf(stderr, "usage: g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H] [-D]\n"); return 2; }
+        else { fprintf(stderr, "usage: g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H] [-D] [-B]\n"); return 2; }
     }
     if (reps < 1) reps = 1;
     if (reps > 31) reps = 31;
@@ -301,6 +336,7 @@ int main(int argc, char **argv) {
     g4_pool *pool2 = NULL;
     if (pool_create(&pool2, 2, &al) != G4_OK) { fprintf(stderr, "g4-bench-kern: pool\n"); return 1; }
 
+    if (batched) { bench_batched(k, reps, types); return 0; }
     printf("kernel set: %s, reps %d (medians)\n", k->name, reps);
     double bw_best = 0;
     const double bw = dram_read_gbs(reps, quick ? (size_t)256 << 20 : (size_t)1 << 30, &bw_best);

@@ -12,6 +12,8 @@
  * AVX2 (8-row interleaved gemv/gemm) are not reachable this way; their float order (one
  * exact integer sum per block or super-block, then f32 FMA into a per-row accumulator) is
  * checked against an emulation here (--repacked), and end to end by oracle_forward.sh.
+ * F32 / F16 / BF16 weights go through a one-op ggml graph with the weight in the plain CPU
+ * buffer (ggml_vec_dot_<t> for one column, llamafile's tinyBLAS for more).
  *
  * Built for aarch64 (tests/sh/oracle_kern_neon.sh: cross-compiled, run under qemu-aarch64)
  * it loads node-llama-cpp's arm64 prebuilt instead (default libggml-cpu-armv8.2_2.so: dotprod
@@ -518,6 +520,49 @@ static int wanted(const char *name) {
     return 0;
 }
 
+/* F32 / F16 / BF16 weights as llama.cpp multiplies them: a one-op graph with the weight in the
+ * plain CPU buffer (ggml converts the F32 activations to the weight's type, then vec_dot for
+ * one column, llamafile's tinyBLAS for two or more when n % 8 == 0, else vec_dot), against our
+ * quantize_act + the kernel the table picks (kern_pick). Lengths with n % 32 and
+ * n % 8 tails; 1, 2, 3 and 5 columns; 12 rows, and 11 (tinyBLAS needs rows % 4 == 0, else
+ * vec_dot for every column). Counts like check_graph_type; 0 if the graph failed. */
+static int check_float_graph(const gk_graph_api *g, const g4_kern *k, uint32_t ty, int *bad1, int *badn,
+                             int *tot1, int *totn, double *worst) {
+    static const int64_t L[] = { 8, 20, 32, 40, 72, 100, 256, 264, 1000, 1536, 2560, 6144 };
+    const int64_t nmax = 6144, nrmax = 12;
+    const int ntmax = 5;
+    float *wf = malloc((size_t)nmax * 4), *x = malloc((size_t)nmax * ntmax * 4);
+    float *yg = malloc((size_t)nrmax * ntmax * 4), *yo = malloc((size_t)nrmax * ntmax * 4);
+    uint8_t *w = malloc((size_t)nmax * 4 * (size_t)nrmax), *xq = malloc((size_t)nmax * 4 * ntmax);
+    int ok = wf && x && yg && yo && w && xq;
+    for (size_t li = 0; li < 2 * (sizeof L / sizeof L[0]) && ok; li++) {
+        const int64_t n = L[li / 2], nr = li % 2 ? nrmax - 1 : nrmax;
+        const size_t wrb = quant_row_bytes(ty, n), xrb = kern_act_row_bytes((int)ty, n);
+        for (int r = 0; r < nr; r++) {
+            for (int64_t i = 0; i < n; i++) { const float v = rndf(); wf[i] = r == 3 ? v * v * v * 100.0f : v; }
+            quant_quantize_row(ty, wf, w + (size_t)r * wrb, n);
+        }
+        for (int64_t i = 0; i < ntmax * n; i++) x[i] = rndf() * (1 + (i % 7 == 0) * 8);
+        for (int t = 0; t < ntmax; t++) k->quantize_act[ty](x + (size_t)t * n, xq + (size_t)t * xrb, n);
+        static const int NT[] = { 1, 2, 3, 5 };
+        for (int ti = 0; ti < 4 && ok; ti++) {
+            const int nt = NT[ti];
+            if (!graph_mul_mat(g, ty, 1, w, nr, x, n, nt, yg)) { ok = 0; break; }
+            const g4_matmul_fn mm = kern_pick(k, ty, nt, 0, n, nr, KERN_PLAIN); /* every column the same here */
+            mm(yo, (size_t)nr, w, wrb, xq, xrb, n, 0, nr, nt);
+            *(nt == 1 ? tot1 : totn) += (int)(nr * nt);
+            for (int i = 0; i < nr * nt; i++) {
+                if (!memcmp(&yg[i], &yo[i], 4)) continue;
+                *(nt == 1 ? bad1 : badn) += 1;
+                const double rel = fabs((double)yg[i] - (double)yo[i]) / (fabs((double)yg[i]) + 1e-30);
+                if (rel > *worst) *worst = rel;
+            }
+        }
+    }
+    free(wf); free(x); free(yg); free(yo); free(w); free(xq);
+    return ok;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: g4-ggml-kern LIBDIR [ISA [CPU-LIB]]\n");
@@ -649,6 +694,28 @@ int main(int argc, char **argv) {
         else {
             printf("q4_K repacked gemv/gemm (ggml's own kernels): %d of %d outputs differ\n", bad, tot);
             if (bad) fail++; else pass++;
+        }
+    }
+    if (X86_REPACK) {
+        gk_graph_api g;
+        if (!graph_api_load(&g, hb, h)) printf("float weights: ggml's backend API not found, skipped\n");
+        else {
+            static const uint32_t F[] = { G4_TYPE_F32, G4_TYPE_F16, G4_TYPE_BF16 };
+            for (size_t fi = 0; fi < sizeof F / sizeof F[0]; fi++) {
+                int b1 = 0, bn = 0, t1 = 0, tn = 0;
+                double worst = 0;
+                const char *tn_ = quant_traits(F[fi])->name;
+                if (!k->matmul[F[fi]]) { printf("skip %s\n", tn_); continue; }
+                if (!check_float_graph(&g, k, F[fi], &b1, &bn, &t1, &tn, &worst)) {
+                    printf("%-7s plain mul_mat: ggml graph failed\n", tn_);
+                    fail++;
+                    continue;
+                }
+                printf("%-7s plain mul_mat (ggml graph: vec_dot / tinyBLAS): 1 column %d of %d differ, 2-5 columns %d of %d differ (worst rel %.2e)\n",
+                       tn_, b1, t1, bn, tn, worst);
+                if (b1 || bn) fail++; else pass++;
+            }
+            g.be_free(g.be);
         }
     }
     if (!X86_REPACK) {

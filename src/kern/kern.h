@@ -77,11 +77,22 @@ float kern_expf(float x);
 void kern_expf_n(float *x, int64_t n);
 double kern_expsum_x86(float *x, int64_t n, int64_t cell0);
 
-/* The x86 rule (llama.cpp's AVX2 build), the scalar, AVX2 and AVX-512 tables' pick: matmul_grp
- * for float weights (F32/F16/BF16) when N >= 2 and n_in % 8 == 0 (tinyBLAS; one column:
- * ggml_vec_dot); Q4_K for the columns below N - N % 4 (its repacked 4-column gemm; the rest its
- * gemv); IQ4_XS when N >= 8 and n_out % 8 == 0 (the IQ panel gemm, iqp.cpp); else matmul.
- * flags are not used (this rule predates them). */
+/* The x86 rule (llama.cpp's AVX2 build): whether column col of an op llama.cpp runs on N
+ * columns of an n_in x n_out weight takes matmul_grp's float order: float weights
+ * (F32/F16/BF16) every column when N >= 2, n_in % 8 == 0 and n_out % 4 == 0 (tinyBLAS,
+ * sgemm.cpp tinyBLAS::matmul; else and for one column: ggml_vec_dot); Q4_K the columns below
+ * N - N % 4 (its repacked 4-column gemm; the rest its gemv); IQ4_XS every column when N >= 8
+ * and n_out % 8 == 0 (the IQ panel gemm, iqp.cpp); other types none. */
+static inline int kern_grp_col(uint32_t type, int64_t N, int64_t col, int64_t n_in, int64_t n_out) {
+    if (type == G4_TYPE_F32 || type == G4_TYPE_F16 || type == G4_TYPE_BF16) return N >= 2 && n_in % 8 == 0 && n_out % 4 == 0;
+    if (type == G4_TYPE_IQ4_XS) return N >= 8 && n_out % 8 == 0;
+    if (type == G4_TYPE_Q4_K) return col < N - N % 4;
+    return 0;
+}
+
+/* The scalar, AVX2 and AVX-512 tables' pick: matmul_grp where kern_grp_col says so, else
+ * matmul; flags are not used (the x86 build repacks no type whose order KERN_PLAIN changes
+ * for the KV cache). */
 g4_matmul_fn kern_pick_x86(const struct g4_kern *k, uint32_t type, int64_t N, int64_t col, int64_t n_in,
                            int64_t n_out, unsigned flags);
 

@@ -60,12 +60,7 @@ void kern_geglu_ref(float *restrict gate, const float *restrict up, const uint16
 g4_matmul_fn kern_pick_x86(const g4_kern *k, uint32_t type, int64_t N, int64_t col, int64_t n_in,
                            int64_t n_out, unsigned flags) {
     (void)flags;
-    int grp;
-    if (type == G4_TYPE_F32 || type == G4_TYPE_F16 || type == G4_TYPE_BF16) grp = N >= 2 && n_in % 8 == 0;
-    else if (type == G4_TYPE_IQ4_XS) grp = N >= 8 && n_out % 8 == 0;
-    else if (type == G4_TYPE_Q4_K) grp = col < N - N % 4;
-    else grp = 0;
-    return grp && k->matmul_grp[type] ? k->matmul_grp[type] : k->matmul[type];
+    return kern_grp_col(type, N, col, n_in, n_out) && k->matmul_grp[type] ? k->matmul_grp[type] : k->matmul[type];
 }
 
 static const g4_kern TABLE = {

@@ -85,13 +85,25 @@ KINLINE __m256 ld_bf16(const uint8_t *p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(ld128(p)), 16));
 }
 
+/* The last step of a one-column float dot, 4 lanes to 1: ggml_vec_dot_f32 / _f16 reduce
+ * with two hadds, (l0+l1)+(l2+l3); ggml_vec_dot_bf16 with movehl + movehdup, (l0+l2)+(l1+l3). */
+KINLINE float red4_hadd(__m128 t0) {
+    const __m128 t1 = _mm_hadd_ps(t0, t0);
+    return _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
+}
+KINLINE float red4_shuf(__m128 t0) {
+    const __m128 t1 = _mm_add_ps(t0, _mm_movehl_ps(t0, t0));
+    return _mm_cvtss_f32(_mm_add_ss(t1, _mm_movehdup_ps(t1)));
+}
+
 /* Two float orders, as llama.cpp's AVX2 build multiplies F32/F16/BF16 weights:
- *  dot_<t>    (one activation column: ggml_vec_dot_f32 / _f16): 4 x 8 FMA lanes over steps
- *             of 32, reduced (s0+s2, s1+s3, then s0+s1, low+high 128, hadd, hadd); the n % 32
+ *  dot_<t>    (one activation column: ggml_vec_dot_f32 / _f16 / _bf16): 4 x 8 FMA lanes over
+ *             steps of 32 (the bf16 one's mul + add contracted to FMA by GCC in llama.cpp's
+ *             build), reduced (s0+s2, s1+s3, then s0+s1, low+high 128, then RED4); the n % 32
  *             tail added one product at a time (F32 in f32, F16/BF16 in double, as ggml);
  *  dot_<t>_tb (two or more columns: llamafile's tinyBLAS): one 8-lane FMA chain over k, then
  *             hsum_ps; tinyBLAS needs k % 8 == 0, else llama.cpp falls back to the first. */
-#define DEF_DOT_FLOAT(tname, esz, LD, TOF, TAILT)                                                   \
+#define DEF_DOT_FLOAT(tname, esz, LD, TOF, TAILT, RED4)                                             \
     KINLINE void dot_##tname(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,      \
                              int64_t n, const int T, float *restrict out) {                          \
         KUNROLL                                                                                       \
@@ -108,8 +120,7 @@ KINLINE __m256 ld_bf16(const uint8_t *p) {
             s4[1] = _mm256_add_ps(s4[1], s4[3]);                                                      \
             s4[0] = _mm256_add_ps(s4[0], s4[1]);                                                      \
             const __m128 t0 = _mm_add_ps(_mm256_castps256_ps128(s4[0]), _mm256_extractf128_ps(s4[0], 1)); \
-            const __m128 t1 = _mm_hadd_ps(t0, t0);                                                    \
-            TAILT sf = (TAILT)_mm_cvtss_f32(_mm_hadd_ps(t1, t1));                                     \
+            TAILT sf = (TAILT)RED4(t0);                                                               \
             for (int64_t i = np; i < n; i++) {                                                        \
                 const float pr = TOF(w + i * esz) * TOF(xt + i * esz);                                \
                 sf = sf + (TAILT)pr;                                                                  \
@@ -134,9 +145,9 @@ KINLINE __m256 ld_bf16(const uint8_t *p) {
 KINLINE float tof_f32(const uint8_t *p) { return rdf(p); }
 KINLINE float tof_f16(const uint8_t *p) { return h2f(p); }
 KINLINE float tof_bf16(const uint8_t *p) { return g4_bf16_to_f32(quant_rd16(p)); }
-DEF_DOT_FLOAT(f32, 4, ld_f32, tof_f32, float)
-DEF_DOT_FLOAT(f16, 2, ld_f16, tof_f16, double)
-DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16, double)
+DEF_DOT_FLOAT(f32, 4, ld_f32, tof_f32, float, red4_hadd)
+DEF_DOT_FLOAT(f16, 2, ld_f16, tof_f16, double, red4_hadd)
+DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16, double, red4_shuf)
 
 /* 32-element blocks with Q8_0 activations: signed codes s (32 x i8) via the sign trick,
  * |s| x sign(a, s) as u8 x s8 (|s| <= 128 so pairs stay below 2^15). */
@@ -972,6 +983,103 @@ KINLINE void tile_q4_K(const uint8_t *const *wr, const uint8_t *restrict x, size
     for (int t = 0; t < T; t++) out[t] = _mm256_sub_ps(acc[t], accm[t]);
 }
 
+/* The 4-token gemm order of tile_q4_K (grp = 1) with the pairs k outermost: every row's
+ * integer sum for pair k is reduced across the 8 rows as the rows come (tree8's hadd tree,
+ * the same integers), so only a few vectors per token are live instead of tile_q4_K's
+ * [4][T][8] (which spilled to the stack: ~46 instructions per row, super-block and token
+ * against ~30 here). Each token's f32 chain is unchanged: per super-block, per pair k in
+ * order, acc = fma(isum, dw * da, acc) and accm = fma(imin, dmin * da, accm). */
+KINLINE void tile_q4_K_g(const uint8_t *const *wr, const uint8_t *restrict x, size_t xrb, int64_t n,
+                         const int T, __m256 *out, const uint8_t *pf, size_t pf_step) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256 acc[KMAXT], accm[KMAXT];
+    KUNROLL
+    for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm256_setzero_ps();
+    const int64_t nb = n / 256;
+    for (int64_t i = 0; i < nb; i++) {
+        const size_t off = (size_t)i * 144;
+        __m256 dwv, dmv;
+        h8x2(wr, off, &dwv, &dmv);
+        int32_t bsw[KMAXT][4]; /* per token: (bs(2k), bs(2k+1)) as two i16 in one i32 */
+        float dat[KMAXT];
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            const uint8_t *a = x + t * xrb + i * 292;
+            dat[t] = rdf(a);
+            const __m256i b32 = _mm256_madd_epi16(ld256(a + 260), _mm256_set1_epi16(1)); /* bs(0..7), i32 */
+            const __m256i p16 = _mm256_packs_epi32(b32, b32);
+            bsw[t][0] = _mm256_extract_epi32(p16, 0);
+            bsw[t][1] = _mm256_extract_epi32(p16, 1);
+            bsw[t][2] = _mm256_extract_epi32(p16, 4);
+            bsw[t][3] = _mm256_extract_epi32(p16, 5);
+        }
+        __m256i sdup[8];
+        __m128i mrow[8];
+        KUNROLL
+        for (int r = 0; r < 8; r++) {
+            if (pf) { /* as tile_q4_K: the next tile's share of this super-block, spread */
+                const char *q = (const char *)pf + (size_t)i * pf_step;
+                _mm_prefetch(q + 128 * r, _MM_HINT_T0);
+                _mm_prefetch(q + 128 * r + 64, _MM_HINT_T0);
+                if (r < 2) _mm_prefetch(q + 1024 + 64 * r, _MM_HINT_T0);
+            }
+            const __m128i sm = kq_scales_v(wr[r] + off + 4);
+            sdup[r] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi64(sm, sm));
+            mrow[r] = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+        }
+        __m256i minsk[4]; /* lane r = (m_r[2k], m_r[2k+1]): a 4x8 transpose of mrow */
+        {
+            const __m256i R0 = _mm256_set_m128i(mrow[4], mrow[0]), R1 = _mm256_set_m128i(mrow[5], mrow[1]);
+            const __m256i R2 = _mm256_set_m128i(mrow[6], mrow[2]), R3 = _mm256_set_m128i(mrow[7], mrow[3]);
+            const __m256i t0 = _mm256_unpacklo_epi32(R0, R1), t1 = _mm256_unpacklo_epi32(R2, R3);
+            const __m256i t2 = _mm256_unpackhi_epi32(R0, R1), t3 = _mm256_unpackhi_epi32(R2, R3);
+            minsk[0] = _mm256_unpacklo_epi64(t0, t1);
+            minsk[1] = _mm256_unpackhi_epi64(t0, t1);
+            minsk[2] = _mm256_unpacklo_epi64(t2, t3);
+            minsk[3] = _mm256_unpackhi_epi64(t2, t3);
+        }
+        KUNROLL
+        for (int k = 0; k < 4; k++) {
+            const __m256i selk = ld256(K4_PAIR[k]);
+            __m256i h1[KMAXT], h2[KMAXT][2];
+            KUNROLL
+            for (int r = 0; r < 8; r += 2) {
+                __m256i v[KMAXT][2];
+                KUNROLL
+                for (int u = 0; u < 2; u++) {
+                    const __m256i q = ld256(wr[r + u] + off + 16 + 32 * k);
+                    const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+                    const __m256i sp = _mm256_shuffle_epi8(sdup[r + u], selk);
+                    KUNROLL
+                    for (int t = 0; t < T; t++) {
+                        const uint8_t *a = x + t * xrb + i * 292 + 4 + 64 * k;
+                        v[t][u] = _mm256_madd_epi16(_mm256_hadd_epi16(_mm256_maddubs_epi16(lo, ld256(a)),
+                                                                      _mm256_maddubs_epi16(hi, ld256(a + 32))), sp);
+                    }
+                }
+                KUNROLL
+                for (int t = 0; t < T; t++) {
+                    const __m256i pr = _mm256_hadd_epi32(v[t][0], v[t][1]);
+                    if ((r & 2) == 0) h1[t] = pr;
+                    else h2[t][r >> 2] = _mm256_hadd_epi32(h1[t], pr);
+                }
+            }
+            KUNROLL
+            for (int t = 0; t < T; t++) {
+                const __m256i a = h2[t][0], b = h2[t][1];
+                const __m256i rs = _mm256_add_epi32(_mm256_inserti128_si256(a, _mm256_castsi256_si128(b), 1),
+                                                    _mm256_inserti128_si256(b, _mm256_extracti128_si256(a, 1), 0));
+                const __m256 da = _mm256_set1_ps(dat[t]);
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(rs), _mm256_mul_ps(dwv, da), acc[t]);
+                accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(minsk[k], _mm256_set1_epi32(bsw[t][k]))),
+                                          _mm256_mul_ps(dmv, da), accm[t]);
+            }
+        }
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) out[t] = _mm256_sub_ps(acc[t], accm[t]);
+}
+
 /* IQ4_XS x Q8_K in llama.cpp's IQ panel order (ggml-cpu iqp.cpp, used for ops with >= 8
  * activation columns): per row and super-block the exact integer sum of (ls - 32) x code x
  * activation, then one f32 FMA per row, acc = fma((float)isum, d * da, acc). The per-row
@@ -1038,7 +1146,7 @@ KINLINE void tile_iq4_xs(const uint8_t *const *wr, const uint8_t *restrict x, si
 #define CALL_Q4_0(wr, x, xrb, n, T, o, pf, pft)   ((void)(pf), tile_b32(wr, x, xrb, n, T, o, 0))
 #define CALL_IQ4_NL(wr, x, xrb, n, T, o, pf, pft) ((void)(pf), tile_b32(wr, x, xrb, n, T, o, 1))
 #define CALL_Q4_K(wr, x, xrb, n, T, o, pf, pft)   tile_q4_K(wr, x, xrb, n, T, o, 0, pf, (pft) / (size_t)((n) / 256))
-#define CALL_Q4_K_G(wr, x, xrb, n, T, o, pf, pft) tile_q4_K(wr, x, xrb, n, T, o, 1, pf, (pft) / (size_t)((n) / 256))
+#define CALL_Q4_K_G(wr, x, xrb, n, T, o, pf, pft) tile_q4_K_g(wr, x, xrb, n, T, o, pf, (pft) / (size_t)((n) / 256))
 DEF_MM_TILE(q4_0, CALL_Q4_0)
 DEF_MM_TILE(iq4_nl, CALL_IQ4_NL)
 DEF_MM_TILE(q4_K, CALL_Q4_K)

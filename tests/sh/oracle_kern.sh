@@ -6,7 +6,9 @@
 # and row length up to 48 super-blocks: our dequantization and activation quantizers give the
 # same bytes as ggml's, and our matmul gives the same float as ggml's vec_dot (or, for Q4_0,
 # IQ4_NL and Q4_K, which llama.cpp repacks, its repacked kernels' order; Q4_K against ggml's
-# exported gemv/gemm on weights repacked to its q4_K_8x8 layout).
+# exported gemv/gemm on weights repacked to its q4_K_8x8 layout); and F32/F16/BF16 weights
+# through a one-op ggml graph in the plain CPU buffer (vec_dot for one column, tinyBLAS for
+# 2-5 columns when rows % 4 == 0 and n % 8 == 0, else vec_dot), 12 and 11 rows, n 8..6144.
 # Skipped without tests/oracle/node_modules (make test-deps), on non-x86-64 or without AVX2.
 B=${B:-build}
 LIBDIR=tests/oracle/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64

@@ -1,0 +1,58 @@
+// page.mjs - the built-in chat page (GET /) in headless Chromium, driven by playwright-core
+// (which downloads no browser: it runs Debian's /usr/bin/chromium). Checks: the page loads
+// with no external requests, a message streams an answer with tokens/s, the thinking toggle
+// reaches the request, the stop button cuts a long answer, and a screenshot is written.
+//   node tests/serve/page.mjs http://127.0.0.1:PORT SCREENSHOT.png
+import { chromium } from "playwright-core";
+
+const base = process.argv[2], shot = process.argv[3];
+let passed = 0, failed = 0;
+const ok = (name, cond, detail = "") => { if (cond) passed++; else { failed++; console.error(`FAIL ${name}: ${detail}`); } };
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium", args: ["--no-sandbox"] });
+try {
+    const page = await browser.newPage();
+    const foreign = [], bodies = [];
+    page.on("request", r => {
+        if (!r.url().startsWith(base)) foreign.push(r.url());
+        if (r.method() === "POST") bodies.push(r.postData() || "");
+    });
+    const errors = [];
+    page.on("pageerror", e => errors.push(e.message));
+    await page.goto(base + "/", { timeout: 30000 });
+    ok("title", (await page.title()) === "gemma4.c chat");
+    await page.waitForFunction(() => document.getElementById("model").textContent.length > 0, null, { timeout: 10000 });
+    await page.fill("#maxtok", "12");
+    await page.fill("#q", "Hello page");
+    await page.press("#q", "Enter");
+    await page.waitForFunction(() => /tokens\/s/.test(document.querySelector(".assistant .stats")?.textContent || ""), null, { timeout: 60000 });
+    const ans = await page.textContent(".assistant .answer");
+    ok("streamed answer", typeof ans === "string" && ans.length > 0, JSON.stringify(ans));
+    ok("user message shown", (await page.textContent(".user")) === "Hello page");
+    /* the random model may end early on its own: make the second answer long (ignore_eos) */
+    await page.route("**/v1/chat/completions", route => {
+        const b = JSON.parse(route.request().postData() || "{}");
+        if (b.messages && b.messages.length > 1) b.ignore_eos = true;
+        route.continue({ postData: JSON.stringify(b) });
+    });
+    await page.check("#think");
+    await page.fill("#maxtok", "4000");
+    await page.fill("#q", "Second message");
+    await page.press("#q", "Enter");
+    await page.waitForFunction(() => document.getElementById("send").textContent === "Stop", null, { timeout: 10000 });
+    await page.waitForFunction(() => (document.querySelectorAll(".assistant .answer")[1]?.textContent || "").length > 0, null, { timeout: 60000 });
+    await page.click("#send");
+    await page.waitForFunction(() => document.getElementById("send").textContent === "Send", null, { timeout: 10000 });
+    ok("stop button", /stopped/.test(await page.textContent(".assistant:nth-of-type(4) .stats") || ""), await page.content());
+    const last = JSON.parse(bodies[bodies.length - 1] || "{}");
+    ok("thinking toggle sent", last.chat_template_kwargs && last.chat_template_kwargs.enable_thinking === true, bodies[bodies.length - 1]);
+    ok("history resent", last.messages && last.messages.length === 3 && last.messages[1].role === "assistant", JSON.stringify(last.messages));
+    ok("no external requests", foreign.length === 0, foreign.join(" "));
+    ok("no page errors", errors.length === 0, errors.join("; "));
+    if (shot) await page.screenshot({ path: shot, fullPage: true });
+} catch (e) {
+    ok("page run", false, e.message);
+} finally {
+    await browser.close();
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
