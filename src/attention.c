@@ -19,7 +19,6 @@
  */
 #include "forward.h"
 
-#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -148,114 +147,19 @@ void attn_kv_store(g4_work *w, const g4_layer *l, int r0, int T) {
 
 /* ==== Softmax ==== */
 
-static inline float f_of(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-static inline uint32_t u_of(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-
-/* One lane of ggml_v_expf (ggml-cpu/vec.h, the AVX2+FMA build; the NEON one is the same
- * lane for lane, the AVX-512 one is not: scalef, 16-cell blocks): exp(x) = 2^n * (1 + j) with
- * n = round(x*log2(e)) and a degree-5 polynomial j of the reduced argument b; |n| > 126
- * rescales in two steps, |n| > 192 saturates. Every fused multiply-add of the original is an
- * fmaf here (one rounding on any ISA); integer steps are 32-bit wrapping arithmetic on the
- * bit patterns. (A double-precision a*b+c would also do for every x <= 0, checked
- * exhaustively, but is no faster without FMA hardware: about 25 ns a call either way, 4x
- * libm's expf; a vector version belongs in src/kern.) */
-float attn_expf(float x) {
-    const float r = 0x1.8p23f;
-    const float z = fmaf(x, 0x1.715476p+0f, r);
-    const float n = z - r;
-    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
-    const uint32_t e = u_of(z) << 23;
-    const float k = f_of(e + u_of(1.0f));
-    const float u = b * b;
-    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
-                         u, 0x1.ffffecp-1f * b);
-    if (!(fabsf(n) > 126.0f)) return fmaf(j, k, k);
-    const uint32_t g = n <= 0.0f ? 0x82000000u : 0u;
-    const float s1 = f_of(g + 0x7f000000u);
-    if (fabsf(n) > 192.0f) return s1 * s1;
-    const float s2 = f_of(e - g);
-    return fmaf(s2, j, s2) * s1;
-}
-
-/* attn_expf on 4 lanes at once where the compiler has generic vectors (GCC >= 12, clang) and
- * evaluates float and double in their own precision. Each fused multiply-add a*b + c of the
- * normal path (|n| <= 126) is done in double, rounded once to float: the product of two
- * floats is exact in double and, for every input x <= 0, the double sum rounds to the same
- * float as a fused operation would (checked exhaustively over all 2^31 non-positive floats
- * against attn_expf). Lanes that need the |n| > 126 path are redone by attn_expf. Plain C:
- * SSE2 on x86-64, NEON on AArch64; about 2x faster than the fmaf calls. */
-#if (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)) && defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
-#define ATTN_EXP4 1
-typedef float   attn_v4f __attribute__((vector_size(16)));
-typedef int32_t attn_v4i __attribute__((vector_size(16)));
-typedef float   attn_v2f __attribute__((vector_size(8)));
-typedef double  attn_v2d __attribute__((vector_size(16)));
-
-static inline attn_v4f v4(float f) { return (attn_v4f){ f, f, f, f }; }
-
-static inline attn_v2d v2d_lo(attn_v4f a) { return __builtin_convertvector(__builtin_shufflevector(a, a, 0, 1), attn_v2d); }
-static inline attn_v2d v2d_hi(attn_v4f a) { return __builtin_convertvector(__builtin_shufflevector(a, a, 2, 3), attn_v2d); }
-
-/* float(a*b + c) with the product exact and one double add (see above) */
-static inline attn_v4f fma4(attn_v4f a, attn_v4f b, attn_v4f c) {
-    const attn_v2f l = __builtin_convertvector(v2d_lo(a) * v2d_lo(b) + v2d_lo(c), attn_v2f);
-    const attn_v2f h = __builtin_convertvector(v2d_hi(a) * v2d_hi(b) + v2d_hi(c), attn_v2f);
-    return __builtin_shufflevector(l, h, 0, 1, 2, 3);
-}
-
-/* x[0..4) = attn_expf(x[0..4)) for x <= 0 */
-static void expf4(float *x) {
-    attn_v4f xv;
-    memcpy(&xv, x, sizeof xv);
-    const attn_v4f r = v4(0x1.8p23f);
-    const attn_v4f z = fma4(xv, v4(0x1.715476p+0f), r);
-    const attn_v4f n = z - r;
-    const attn_v4f b = fma4(-n, v4(0x1.7f7d1cp-20f), fma4(-n, v4(0x1.62e4p-1f), xv));
-    attn_v4i zi;
-    memcpy(&zi, &z, sizeof zi);
-    const attn_v4i ki = (attn_v4i)((zi << 23) + 0x3f800000); /* u_of(1.0f) */
-    attn_v4f k;
-    memcpy(&k, &ki, sizeof k);
-    const attn_v4f u = b * b;
-    const attn_v4f j = fma4(fma4(fma4(v4(0x1.0e4020p-7f), b, v4(0x1.573e2ep-5f)), u, fma4(v4(0x1.555e66p-3f), b, v4(0x1.fffdb6p-2f))),
-                            u, v4(0x1.ffffecp-1f) * b);
-    const attn_v4f res = fma4(j, k, k);
-    const attn_v4i big = (n > v4(126.0f)) | (n < v4(-126.0f));
-    if (big[0] | big[1] | big[2] | big[3])
-        for (int i = 0; i < 4; i++) x[i] = attn_expf(x[i]);
-    else
-        memcpy(x, &res, sizeof res);
-}
-#endif
-
-void attn_expf_n(float *x, int64_t n) {
-    int64_t i = 0;
-#ifdef ATTN_EXP4
-    for (; i + 4 <= n; i += 4) expf4(x + i);
-#endif
-    for (; i < n; i++) x[i] = attn_expf(x[i]);
-}
-
 /* ref: ops.cpp ggml_compute_forward_soft_max_f32 (scale 1, no ALiBi, no sinks) on llama.cpp's
- * KQ row: one entry per KV cell [0, n_kv), masked cells -inf. vec.cpp ggml_vec_soft_max_f32
- * (AVX2): exp over aligned blocks of 8 cells with ggml_v_expf, each block summed in f32 as
- * ((c0+c4)+(c2+c6))+((c1+c5)+(c3+c7)) and added to a double; scalar expf only for a tail of
- * n_kv % 8 cells, which never occurs (llama.cpp pads n_kv to a multiple of 256). Masked
- * cells give exp(-inf) = +0, so only the visible cells [cell0, cell0 + n) need computing;
- * their place within the 8-blocks (cell % 8) decides the rounding of the block sums.
+ * KQ row: one entry per KV cell [0, n_kv), masked cells -inf. vec.cpp ggml_vec_soft_max_f32:
+ * exp with ggml_v_expf, summed in f32 over aligned blocks of cells (8 on AVX2, 4 on NEON: the
+ * kernel table's expsum) each added to a double; scalar expf only for a tail of n_kv % 8
+ * cells, which never occurs (llama.cpp pads n_kv to a multiple of 256). Masked cells give
+ * exp(-inf) = +0, so only the visible cells [cell0, cell0 + n) need computing; their place
+ * within the blocks decides the rounding of the block sums.
  * x[0..n) in: scores, out: probabilities. */
-void attn_softmax(float *x, int64_t n, int64_t cell0) {
+void attn_softmax(const g4_kern *k, float *x, int64_t n, int64_t cell0) {
     float max = -INFINITY;
     for (int64_t i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
     for (int64_t i = 0; i < n; i++) x[i] -= max;
-    attn_expf_n(x, n);
-    double sum = 0.0;
-    for (int64_t i = -(cell0 % 8); i < n; i += 8) {
-        float c[8];
-        for (int k = 0; k < 8; k++) c[k] = i + k >= 0 && i + k < n ? x[i + k] : 0.0f;
-        sum += (double)(((c[0] + c[4]) + (c[2] + c[6])) + ((c[1] + c[5]) + (c[3] + c[7])));
-    }
-    const float inv = (float)(1.0 / sum);
+    const float inv = (float)(1.0 / k->expsum(x, n, cell0));
     for (int64_t i = 0; i < n; i++) x[i] *= inv;
 }
 
@@ -375,9 +279,8 @@ static void job_kq(const attn_job *j, const g4_kern *kern, int64_t c_a, int64_t 
      * vec_dot order; with F16 K its tinyBLAS when the sequence has >= 2 tokens there (that
      * op's rows are llama.cpp's n_kv cells, a multiple of 256: llama-kv-cache.cpp get_n_kv).
      * Each score is its own dot product whatever else the call computes. */
-    g4_matmul_fn kq_fn = kern->matmul[s->kv_type];
-    if (s->kv_type == G4_TYPE_F16 && kern->matmul_grp[G4_TYPE_F16] && kern_grp_col(G4_TYPE_F16, j->seq_n, 0, j->hd, 256))
-        kq_fn = kern->matmul_grp[G4_TYPE_F16];
+    const g4_matmul_fn kq_fn = s->kv_type == G4_TYPE_F16 ? kern_pick(kern, G4_TYPE_F16, j->seq_n, 0, j->hd, 256, KERN_PLAIN)
+                                                         : kern->matmul[s->kv_type];
     const uint8_t *kg = kv->k + ((size_t)j->g * (size_t)kv->n_rows + (size_t)j->c0) * kv->k_row_bytes; /* position lo */
     kq_fn(j->kq + (j->lo - j->A), (size_t)j->NW, kg, kv->k_row_bytes, j->qq, j->qq_rb, j->hd, c_a, c_b, j->R * j->G);
 }
@@ -391,7 +294,7 @@ static void job_softmax(const attn_job *j, const g4_work *w, int k0, int k1) {
         const attn_win win = attn_window(w, j->l, w->pos[j->t0 + k / j->G]);
         float *row = j->kq + (size_t)k * (size_t)j->NW;
         const int64_t off = win.lo - j->A;
-        attn_softmax(row + off, win.n, win.lo);
+        attn_softmax(kern, row + off, win.n, win.lo);
         memset(row, 0, (size_t)off * sizeof(float));
         memset(row + off + win.n, 0, (size_t)(j->NW - off - win.n) * sizeof(float));
         if (j->s->kv_type != G4_TYPE_Q8_0) kern->quantize_act[vdt](row, j->pq + (size_t)k * j->pq_rb, j->NW);
@@ -430,9 +333,7 @@ static void job_v(attn_job *j) {
 static void job_kqv(const attn_job *j, const g4_kern *kern, int64_t d0, int64_t d1) {
     const g4_session *s = j->s;
     /* kqv = mul_mat(v, kq): tinyBLAS order when the sequence has >= 2 tokens, else vec_dot */
-    g4_matmul_fn kqv_fn = kern->matmul[s->kv_type];
-    if (kern->matmul_grp[s->kv_type] && kern_grp_col(s->kv_type, j->seq_n, 0, j->NW, j->hd))
-        kqv_fn = kern->matmul_grp[s->kv_type];
+    const g4_matmul_fn kqv_fn = kern_pick(kern, s->kv_type, j->seq_n, 0, j->NW, j->hd, KERN_PLAIN);
     kqv_fn(j->o, (size_t)j->hd, j->vg, j->v_stride, j->pq, j->pq_rb, j->NW, d0, d1, j->R * j->G);
 }
 

@@ -90,6 +90,7 @@ typedef struct mm_ctx {
     int n_tok;
     const int32_t *cols;   /* [n_tok] column of each token in llama.cpp's op over N columns */
     int64_t N;
+    unsigned flags;        /* kern_pick flags (KERN_PLAIN) */
     float scale;
     float softcap;         /* 0 = none; else y = c * tanhf(y * (1/c)) after the scale */
     float *const *dst;     /* NULL, or [n_tok]: copy each finished y row there (NULL = keep) */
@@ -108,14 +109,13 @@ static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     mm_ctx *c = vctx;
     const int64_t r0 = c->row0 + i0, r1 = c->row0 + i1;
     const g4_tensor *w = c->w;
-    const g4_matmul_fn grp = c->kern->matmul_grp[w->type];
-    /* runs of tokens with the same float order: usually one or two */
+    /* runs of tokens with the same kernel (float order): usually one or two */
     for (int t0 = 0; t0 < c->n_tok;) {
-        const int g = grp && kern_grp_col(w->type, c->N, c->cols[t0], w->ne[0], w->ne[1]);
+        const g4_matmul_fn fn = kern_pick(c->kern, w->type, c->N, c->cols[t0], w->ne[0], w->ne[1], c->flags);
         int t1 = t0 + 1;
-        while (t1 < c->n_tok && (grp && kern_grp_col(w->type, c->N, c->cols[t1], w->ne[0], w->ne[1])) == g) t1++;
-        (g ? grp : c->kern->matmul[w->type])(c->y + (size_t)t0 * c->ldy, c->ldy, w->data, w->row_bytes,
-                                             c->xq + (size_t)t0 * c->xq_rb, c->xq_rb, w->ne[0], r0, r1, t1 - t0);
+        while (t1 < c->n_tok && kern_pick(c->kern, w->type, c->N, c->cols[t1], w->ne[0], w->ne[1], c->flags) == fn) t1++;
+        fn(c->y + (size_t)t0 * c->ldy, c->ldy, w->data, w->row_bytes, c->xq + (size_t)t0 * c->xq_rb, c->xq_rb,
+           w->ne[0], r0, r1, t1 - t0);
         t0 = t1;
     }
     if (c->scale != 1.0f) /* ref: llm_graph_context::build_lora_mm, y = ggml_mul(W x, w_s) */
@@ -134,13 +134,14 @@ static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
 
 /* ref: ggml_compute_forward_mul_mat: src1 rows converted to vec_dot_type(src0) first */
 static void matmul_ex(g4_work *wk, const g4_tensor *w, const float *x, int n_tok, const int32_t *cols, int64_t N,
-                      float *y, size_t ldy, int64_t row0, int64_t row1, float scale, float softcap, float *const *dst) {
+                      unsigned flags, float *y, size_t ldy, int64_t row0, int64_t row1, float scale, float softcap,
+                      float *const *dst) {
     const g4_model *m = wk->m;
     mm_ctx c = {
         .kern = m->kern, .w = w, .x = x, .xq = wk->act,
         .dot_type = quant_traits(w->type)->dot_type,
-        .y = y, .ldy = ldy, .row0 = row0, .n_tok = n_tok, .cols = cols, .N = N, .scale = scale, .softcap = softcap,
-        .dst = dst,
+        .y = y, .ldy = ldy, .row0 = row0, .n_tok = n_tok, .cols = cols, .N = N, .flags = flags, .scale = scale,
+        .softcap = softcap, .dst = dst,
     };
     c.xq_rb = kern_act_row_bytes(c.dot_type, w->ne[0]);
     G4_ASSERT(c.xq_rb <= wk->act_row_max && n_tok <= wk->n_rows && row1 <= w->ne[1]);
@@ -154,7 +155,7 @@ static void matmul_ex(g4_work *wk, const g4_tensor *w, const float *x, int n_tok
  * ubatch's batch_n columns. */
 void forward_matmul(g4_work *w, const g4_tensor *wt, const float *x, int a, int b,
                     float *y, size_t ldy, int64_t row0, int64_t row1, float scale) {
-    matmul_ex(w, wt, x, b - a, w->col + a, w->batch_n, y, ldy, row0, row1, scale, 0.0f, NULL);
+    matmul_ex(w, wt, x, b - a, w->col + a, w->batch_n, 0, y, ldy, row0, row1, scale, 0.0f, NULL);
 }
 
 /* all output rows of wt, packed: y is [b - a][wt->ne[1]] */
@@ -334,12 +335,14 @@ static void output(g4_work *w, int r0, int T) {
     /* the head sees only the output rows, as llama.cpp's graph after ggml_get_rows(out_ids):
      * its columns are the ubatch's outputs. Rows bound for consecutive logits rows (one
      * session's tokens) are written there directly; others (several sessions) go through the
-     * work's logits rows and are copied as they finish. */
+     * work's logits rows and are copied as they finish. A tied head too is a weight llama.cpp
+     * may repack: it loads token_embd a second time as the output tensor (TENSOR_DUPLICATED),
+     * placed by the output's rules (kern_pick flags 0). */
     int direct = 1;
     for (int t = r0 + 1; t < T; t++) direct &= w->odst[t] == w->odst[t - 1] + V;
     float *y = direct ? w->odst[r0] : w->logits;
     G4_ASSERT(direct || w->logits);
-    matmul_ex(w, head, w->cur + (size_t)r0 * E, n, w->ocol + r0, w->n_outputs, y, (size_t)V, 0, V, 1.0f,
+    matmul_ex(w, head, w->cur + (size_t)r0 * E, n, w->ocol + r0, w->n_outputs, 0, y, (size_t)V, 0, V, 1.0f,
               m->cfg.softcap, direct ? NULL : w->odst + r0);
 }
 

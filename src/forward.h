@@ -52,7 +52,7 @@ typedef struct g4_kv_slot {
  * [r0, T) want logits and are the only ones that reach the layers after the last KV-owning
  * layer (gemma4-architecture.md §8); the chunk's builder puts them last.
  * Float order: llama.cpp computes each layer op over the columns of one ubatch; a row is
- * column col[t] of such a ubatch of batch_n columns (kern.h kern_grp_col), its sequence has
+ * column col[t] of such a ubatch of batch_n columns (kern.h kern_pick), its sequence has
  * seq_n[t] tokens there (attention's column count), and an output row is output ocol[t] of
  * n_outputs (the LM head's columns). The chunk's rows need not be all of that ubatch. */
 typedef struct g4_work {
@@ -244,13 +244,10 @@ G4_INTERNAL void attn_rope_neox(float *x, const float *cs, int n_rot);
 /* The 32-aligned hull [*a, *a + *nw) of the visible cells [lo, p] over which attention
  * multiplies V (attention.c: the same lanes as llama.cpp's product over all its cells). */
 G4_INTERNAL void attn_hull(int64_t lo, int64_t p, int64_t *a, int64_t *nw);
-/* ggml_v_expf, one lane (vec.h). */
-G4_INTERNAL float attn_expf(float x);
-/* x[i] = attn_expf(x[i]) for i < n, for x <= 0 (vectorised where the compiler allows). */
-G4_INTERNAL void attn_expf_n(float *x, int64_t n);
 /* ggml_soft_max_ext of a llama.cpp KQ row whose visible cells are [cell0, cell0 + n):
- * x[0..n) scores in, probabilities out. */
-G4_INTERNAL void attn_softmax(float *x, int64_t n, int64_t cell0);
+ * x[0..n) scores in, probabilities out; exp and sum as the kernel table's expsum. */
+struct g4_kern;
+G4_INTERNAL void attn_softmax(const struct g4_kern *k, float *x, int64_t n, int64_t cell0);
 
 /* ==== ple.c ==== */
 

@@ -59,7 +59,7 @@ static void router_softmax(float *x, int n) {
     for (int i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
     const int nb = n & ~7;
     for (int i = 0; i < n; i++) x[i] -= max;
-    attn_expf_n(x, nb);
+    kern_expf_n(x, nb); /* x86 order; the NEON table sums in 4-cell blocks (not followed here yet) */
     double sum = 0.0;
     for (int i = 0; i < nb; i += 8) {
         const float *c = x + i;

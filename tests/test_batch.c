@@ -98,19 +98,35 @@ static int run_sched(g4_model *m, const run_cfg *c, int batched, int n_sess, con
     return ok;
 }
 
-/* every weight type the forward pass multiplies (and the KV type) has one float order */
+/* whether the table's pick gives a weight of this type and shape one kernel whatever the op's
+ * column count and the token's column (and no separate multi-column order) */
+static int one_kernel(const g4_kern *k, uint32_t type, int64_t n_in, int64_t n_out, unsigned flags) {
+    if (k->matmul_grp[type]) return 0;
+    const g4_matmul_fn f1 = kern_pick(k, type, 1, 0, n_in, n_out, flags);
+    for (int64_t N = 2; N <= 17; N++)
+        for (int64_t col = 0; col < N; col++)
+            if (kern_pick(k, type, N, col, n_in, n_out, flags) != f1) return 0;
+    return 1;
+}
+
+static int one_kernel_w(const g4_kern *k, const g4_tensor *w) { return one_kernel(k, w->type, w->ne[0], w->ne[1], 0); }
+
+/* every weight the forward pass multiplies (and the KV cache: KQ over 256-row blocks of
+ * head-dim columns, KQV over hd rows) has one float order */
 static int order_free(const g4_model *m, int cache) {
     const g4_kern *k = m->kern;
-    if (k->matmul_grp[cache == G4_CACHE_F16 ? G4_TYPE_F16 : G4_TYPE_F32]) return 0;
-    if (m->per_layer_model_proj && k->matmul_grp[m->per_layer_model_proj->type]) return 0;
-    const g4_tensor *head = m->output ? m->output : m->token_embd;
-    if (k->matmul_grp[head->type]) return 0;
+    const uint32_t kv = cache == G4_CACHE_F16 ? G4_TYPE_F16 : G4_TYPE_F32;
+    const int64_t hds[2] = { m->cfg.head_dim_full, m->cfg.head_dim_swa };
+    for (int i = 0; i < 2; i++)
+        if (!one_kernel(k, kv, hds[i], 256, KERN_PLAIN) || !one_kernel(k, kv, 256, hds[i], KERN_PLAIN)) return 0;
+    if (m->per_layer_model_proj && !one_kernel_w(k, m->per_layer_model_proj)) return 0;
+    if (!one_kernel_w(k, m->output ? m->output : m->token_embd)) return 0;
     for (int i = 0; i < m->cfg.n_layer; i++) {
         const g4_layer *l = &m->layers[i];
         const g4_tensor *ws[] = { l->attn_q, l->attn_k, l->attn_v, l->attn_output, l->ffn_gate, l->ffn_up, l->ffn_down,
                                   l->inp_gate, l->proj, l->ffn_gate_inp };
         for (size_t j = 0; j < sizeof ws / sizeof ws[0]; j++)
-            if (ws[j] && k->matmul_grp[ws[j]->type]) return 0;
+            if (ws[j] && !one_kernel_w(k, ws[j])) return 0;
         /* experts take their type's one-column order, except IQ4_XS's panel gemm (moe.c) */
         const g4_tensor *ex[] = { l->ffn_gate_up_exps, l->ffn_gate_exps, l->ffn_up_exps, l->ffn_down_exps };
         for (size_t j = 0; j < sizeof ex / sizeof ex[0]; j++)

@@ -177,7 +177,7 @@ static void check_schedules(const char *name, const g4_testgen_opts *o, int full
     /* Chunking (ubatch) and threads must not change a bit, on every table. Splitting the
      * prompt into several evals changes what llama.cpp would batch, and so (by design, as in
      * llama.cpp) the float order of its ops: one token takes ggml's one-column vec_dot order,
-     * two or more its tinyBLAS / 4-column gemm order (kern.h kern_grp_count). Those schedules
+     * two or more its tinyBLAS / 4-column gemm order (kern.h kern_pick). Those schedules
      * get f32-order bounds: 1e-5 for float weights, 1e-2 where an activation rounding may flip,
      * and are teacher-forced with the reference's tokens (compare_steps). */
     const int quantized_w = o->wtype && o->wtype != G4_TYPE_F32 && o->wtype != G4_TYPE_F16;

@@ -4,11 +4,14 @@
  * - matmul: every weight type x n_tok in {1,2,3,7,32} x odd row ranges, on quantized
  *   gaussian rows and on random blocks (random bytes, finite f16 scales); NMSE <= 1e-6 vs
  *   the scalar table on the same activation bytes; NaN/Inf in the same places; guard
- *   sentinels around the written rows untouched; the same for every matmul_grp entry (the
- *   grouped float orders) against the scalar matmul
+ *   sentinels around the written rows untouched; the same for every other kernel of the
+ *   type (matmul_grp, and whatever the table's pick chooses: llama.cpp's other float orders);
+ *   a table whose F16 kernels accumulate in fp16 lanes (f16_lanes) is checked bit for bit
+ *   against quant_dot_f16_fp16 instead
  * - geglu: bit-exact with kern_geglu_ref over a table of scattered finite f16 values (random
  *   gates over the table's range and past +-10, the +-10 edges, f16 rounding ties, signed
  *   zeros, tails): every lookup index and the edges must agree
+ * - expsum: every lane kern_expf's, the sum near the exact one, for every table
  * - kern_select: forcing, $G4_ISA, unknown and unrunnable names
  * Set G4_TEST_VERBOSE=1 to print the worst NMSE per table and type.
  */
@@ -76,6 +79,13 @@ static const g4_kern *scalar_table(const g4_kern **ks, int nk) {
     return NULL;
 }
 
+/* the reference of a table's Q8_0/Q8_1 activation convention (kern.h act_q8_inv) */
+static g4_quant_act_fn act_ref(const g4_kern *ref, const g4_kern *k, int dt) {
+    if (k->act_q8_inv && dt == G4_TYPE_Q8_0) return quant_act_q8_0_arm;
+    if (k->act_q8_inv && dt == G4_TYPE_Q8_1) return quant_act_q8_1_arm;
+    return ref->quantize_act[dt];
+}
+
 static void act_quantizers(const g4_kern *ref, const g4_kern *k) {
     static const int DT[] = { G4_TYPE_F32, G4_TYPE_F16, G4_TYPE_BF16, G4_TYPE_Q8_0, G4_TYPE_Q8_1, G4_TYPE_Q8_K };
     enum { N = 2048 };
@@ -100,12 +110,12 @@ static void act_quantizers(const g4_kern *ref, const g4_kern *k) {
             const size_t bytes = kern_act_row_bytes(dt, nn);
             memset(a, 0x11, bytes + 16);
             memset(b, 0x22, bytes + 16);
-            ref->quantize_act[dt](x, a, nn);
+            act_ref(ref, k, dt)(x, a, nn);
             k->quantize_act[dt](x, b, nn);
             if (memcmp(a, b, bytes) != 0) bad++;
             if (b[bytes] != 0x22 || b[bytes + 15] != 0x22) bad++;
         }
-        T_CHECKF(bad == 0, "%s: quantize_act dot type %d differs from scalar in %d rows", k->name, dt, bad);
+        T_CHECKF(bad == 0, "%s: quantize_act dot type %d differs from its reference in %d rows", k->name, dt, bad);
     }
     free(x);
     free(a);
@@ -118,7 +128,30 @@ static int same_class(float a, float b) {
     return 1;
 }
 
-static void matmuls(const g4_kern *ref, const g4_kern *k, int grp) {
+/* Every kernel a table has for a type: matmul, matmul_grp and whatever its pick chooses for
+ * ops of 1 ... 16 columns, either storage (KERN_PLAIN or not) and n_out a multiple of 8 or
+ * odd; up to cap, without repeats. */
+static int kernels_of(const g4_kern *k, uint32_t type, g4_matmul_fn *fns, int cap) {
+    int n = 0;
+    g4_matmul_fn cand[2 + 6 * 2 * 2 * 2];
+    int nc = 0;
+    cand[nc++] = k->matmul[type];
+    cand[nc++] = k->matmul_grp[type];
+    static const int64_t NS[] = { 1, 2, 3, 4, 8, 16 };
+    for (int i = 0; i < 6; i++)
+        for (int c = 0; c < 2; c++)
+            for (int o = 0; o < 2; o++)
+                for (unsigned f = 0; f < 2; f++)
+                    cand[nc++] = kern_pick(k, type, NS[i], c ? NS[i] - 1 : 0, 768, o ? 13 : 64, f ? KERN_PLAIN : 0);
+    for (int i = 0; i < nc; i++) {
+        int seen = !cand[i];
+        for (int j = 0; j < n && !seen; j++) seen = fns[j] == cand[i];
+        if (!seen && n < cap) fns[n++] = cand[i];
+    }
+    return n;
+}
+
+static void matmuls(const g4_kern *ref, const g4_kern *k) {
     const int toks[] = { 1, 2, 3, 7, 32 };
     const float SENT = -12345.678f;
     uint64_t s = 77;
@@ -127,64 +160,74 @@ static void matmuls(const g4_kern *ref, const g4_kern *k, int grp) {
         const g4_type_traits *tr = quant_traits(type);
         const int dt = tr->dot_type;
         if (!ref->matmul[type]) continue;
-        const g4_matmul_fn fn = grp ? k->matmul_grp[type] : k->matmul[type];
-        if (grp && !fn) continue;
-        T_CHECKF(fn != NULL, "%s: no matmul for %s", k->name, tr->name);
-        if (!fn) continue;
-        double worst = 0;
-        for (int mode = 0; mode < 3; mode++) {
-            /* K-quants: 3 super-blocks; 32-blocks: 7 blocks, or 24; float types: odd lengths;
-             * mode 2: quantized rows of ffn_down length (6144); 32-blocks: 289 blocks, past the
-             * x86 drivers' 256-block activation-scale segments, with an odd last segment */
-            const int64_t n_in = mode == 2 ? (tr->blck == 32 ? 32 * 289 : 6144)
-                               : tr->blck == 256 ? 768 : tr->blck == 32 ? (mode ? 768 : 224) : (mode ? 768 : 37);
-            const int64_t n_out = 13;
-            const size_t wrb = quant_row_bytes(type, n_in), xrb = kern_act_row_bytes(dt, n_in);
-            uint8_t *w = malloc(wrb * (size_t)n_out);
-            make_weights(type, mode, n_out, n_in, w, &s);
-            for (int ti = 0; ti < 5; ti++) {
-                const int n_tok = toks[ti];
-                if (mode == 2 && n_tok > 7) continue;
-                const size_t ldy = (size_t)n_out + 3;
-                float *x = malloc((size_t)n_in * (size_t)n_tok * sizeof *x);
-                uint8_t *xq = malloc(xrb * (size_t)n_tok + 16);
-                float *y0 = malloc(ldy * (size_t)n_tok * sizeof *y0 + 64), *y1 = malloc(ldy * (size_t)n_tok * sizeof *y1 + 64);
-                for (int64_t i = 0; i < n_in * n_tok; i++) x[i] = gauss(&s) * (i % 11 == 0 ? 4.0f : 1.0f);
-                for (int t = 0; t < n_tok; t++) ref->quantize_act[dt](x + (size_t)t * (size_t)n_in, xq + (size_t)t * xrb, n_in);
-                const int64_t ranges[2][2] = { { 0, n_out }, { 2, n_out - 2 } };
-                for (int ri = 0; ri < 2; ri++) {
-                    const int64_t r0 = ranges[ri][0], r1 = ranges[ri][1];
-                    for (size_t i = 0; i < ldy * (size_t)n_tok + 16; i++) y0[i] = y1[i] = SENT;
-                    ref->matmul[type](y0, ldy, w, wrb, xq, xrb, n_in, r0, r1, n_tok);
-                    fn(y1, ldy, w, wrb, xq, xrb, n_in, r0, r1, n_tok);
-                    int guards = 1, classes = 1;
-                    double num = 0, den = 0;
-                    for (int t = 0; t < n_tok; t++)
-                        for (size_t r = 0; r < ldy; r++) {
-                            const size_t i = (size_t)t * ldy + r;
-                            const int written = (int64_t)r >= r0 && (int64_t)r < r1;
-                            if (!written) { guards &= y1[i] == SENT; continue; }
-                            classes &= same_class(y0[i], y1[i]);
-                            if (isfinite(y0[i]) && isfinite(y1[i])) {
-                                const double d = (double)y0[i] - (double)y1[i];
-                                num += d * d;
-                                den += (double)y0[i] * (double)y0[i];
+        g4_matmul_fn fns[8];
+        const int nf = kernels_of(k, type, fns, 8);
+        T_CHECKF(k->matmul[type] != NULL, "%s: no matmul for %s", k->name, tr->name);
+        for (int fi = 0; fi < nf; fi++) {
+            const g4_matmul_fn fn = fns[fi];
+            /* fp16-lane tables: their F16 kernels are bit-exact with the fp16 model instead */
+            const int f16m = type == G4_TYPE_F16 && k->f16_lanes ? (fn == kern_pick(k, type, 8, 0, 768, 64, 0) ? 1 : 0) : -1;
+            double worst = 0;
+            int inexact = 0;
+            for (int mode = 0; mode < 3; mode++) {
+                /* K-quants: 3 super-blocks; 32-blocks: 7 blocks, or 24; float types: odd lengths;
+                 * mode 2: quantized rows of ffn_down length (6144); 32-blocks: 289 blocks, past the
+                 * x86 drivers' 256-block activation-scale segments, with an odd last segment */
+                const int64_t n_in = mode == 2 ? (tr->blck == 32 ? 32 * 289 : 6144)
+                                   : tr->blck == 256 ? 768 : tr->blck == 32 ? (mode ? 768 : 224) : (mode ? 768 : 37);
+                const int64_t n_out = 13;
+                const size_t wrb = quant_row_bytes(type, n_in), xrb = kern_act_row_bytes(dt, n_in);
+                uint8_t *w = malloc(wrb * (size_t)n_out);
+                make_weights(type, mode, n_out, n_in, w, &s);
+                for (int ti = 0; ti < 5; ti++) {
+                    const int n_tok = toks[ti];
+                    if (mode == 2 && n_tok > 7) continue;
+                    const size_t ldy = (size_t)n_out + 3;
+                    float *x = malloc((size_t)n_in * (size_t)n_tok * sizeof *x);
+                    uint8_t *xq = malloc(xrb * (size_t)n_tok + 16);
+                    float *y0 = malloc(ldy * (size_t)n_tok * sizeof *y0 + 64), *y1 = malloc(ldy * (size_t)n_tok * sizeof *y1 + 64);
+                    for (int64_t i = 0; i < n_in * n_tok; i++) x[i] = gauss(&s) * (i % 11 == 0 ? 4.0f : 1.0f);
+                    for (int t = 0; t < n_tok; t++) ref->quantize_act[dt](x + (size_t)t * (size_t)n_in, xq + (size_t)t * xrb, n_in);
+                    const int64_t ranges[2][2] = { { 0, n_out }, { 2, n_out - 2 } };
+                    for (int ri = 0; ri < 2; ri++) {
+                        const int64_t r0 = ranges[ri][0], r1 = ranges[ri][1];
+                        for (size_t i = 0; i < ldy * (size_t)n_tok + 16; i++) y0[i] = y1[i] = SENT;
+                        ref->matmul[type](y0, ldy, w, wrb, xq, xrb, n_in, r0, r1, n_tok);
+                        fn(y1, ldy, w, wrb, xq, xrb, n_in, r0, r1, n_tok);
+                        int guards = 1, classes = 1;
+                        double num = 0, den = 0;
+                        for (int t = 0; t < n_tok; t++)
+                            for (size_t r = 0; r < ldy; r++) {
+                                const size_t i = (size_t)t * ldy + r;
+                                const int written = (int64_t)r >= r0 && (int64_t)r < r1;
+                                if (!written) { guards &= y1[i] == SENT; continue; }
+                                classes &= same_class(y0[i], y1[i]);
+                                if (f16m >= 0) {
+                                    const float e = quant_dot_f16_fp16(w + r * wrb, xq + (size_t)t * xrb, n_in, f16m);
+                                    inexact += memcmp(&e, &y1[i], sizeof e) != 0;
+                                } else if (isfinite(y0[i]) && isfinite(y1[i])) {
+                                    const double d = (double)y0[i] - (double)y1[i];
+                                    num += d * d;
+                                    den += (double)y0[i] * (double)y0[i];
+                                }
                             }
-                        }
-                    for (size_t i = ldy * (size_t)n_tok; i < ldy * (size_t)n_tok + 16; i++) guards &= y1[i] == SENT;
-                    const double nmse = den > 0 ? num / den : num;
-                    if (nmse > worst) worst = nmse;
-                    T_CHECKF(guards, "%s %s n_tok %d rows [%lld,%lld): wrote outside its rows", k->name, tr->name,
-                             n_tok, (long long)r0, (long long)r1);
-                    T_CHECKF(classes, "%s %s n_tok %d: NaN/Inf differ", k->name, tr->name, n_tok);
-                    T_CHECKF(nmse <= 1e-6, "%s %s%s mode %d n_tok %d rows [%lld,%lld): NMSE %.3g", k->name, tr->name,
-                             grp ? " grp" : "", mode, n_tok, (long long)r0, (long long)r1, nmse);
+                        for (size_t i = ldy * (size_t)n_tok; i < ldy * (size_t)n_tok + 16; i++) guards &= y1[i] == SENT;
+                        const double nmse = den > 0 ? num / den : num;
+                        if (nmse > worst) worst = nmse;
+                        T_CHECKF(guards, "%s %s n_tok %d rows [%lld,%lld): wrote outside its rows", k->name, tr->name,
+                                 n_tok, (long long)r0, (long long)r1);
+                        T_CHECKF(classes, "%s %s n_tok %d: NaN/Inf differ", k->name, tr->name, n_tok);
+                        T_CHECKF(nmse <= 1e-6, "%s %s kernel %d mode %d n_tok %d rows [%lld,%lld): NMSE %.3g", k->name, tr->name,
+                                 fi, mode, n_tok, (long long)r0, (long long)r1, nmse);
+                    }
+                    free(x); free(xq); free(y0); free(y1);
                 }
-                free(x); free(xq); free(y0); free(y1);
+                free(w);
             }
-            free(w);
+            T_CHECKF(inexact == 0, "%s %s kernel %d: %d outputs differ from the fp16 model (tb %d)", k->name, tr->name, fi, inexact, f16m);
+            if (getenv("G4_TEST_VERBOSE"))
+                fprintf(stderr, "    %-7s %-7s kernel %d worst NMSE %.3g%s\n", k->name, tr->name, fi, worst, f16m >= 0 ? " (fp16 model: exact)" : "");
         }
-        if (getenv("G4_TEST_VERBOSE")) fprintf(stderr, "    %-7s %-7s%s worst NMSE %.3g\n", k->name, tr->name, grp ? " grp" : "", worst);
     }
 }
 
@@ -214,6 +257,36 @@ static void geglus(const g4_kern *k, const uint16_t *tab) {
     }
     T_CHECKF(bad == 0, "%s: geglu differs from kern_geglu_ref in %d of 64 runs", k->name, bad);
     free(x); free(up); free(a); free(b);
+}
+
+/* expsum: every lane is kern_expf's (ggml_v_expf) bit for bit, masked block edges included
+ * (any cell0, any n), including the |n| > 126 paths; the sum within 1e-6 of the exact one
+ * (its block order is the table's: checked against ggml by oracle_ops / oracle_forward_neon) */
+static void expsums(const g4_kern *k) {
+    T_CHECKF(k->expsum != NULL, "%s: no expsum", k->name);
+    if (!k->expsum) return;
+    enum { N = 1031 };
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    uint64_t s = 5;
+    int bad = 0, badsum = 0;
+    for (int rep = 0; rep < 40; rep++) {
+        const int n = rep < 8 ? rep + 1 : N - rep;
+        const int64_t cell0 = rep * 3;
+        for (int i = 0; i < n; i++) x[i] = -fabsf(gauss(&s)) * (rep % 4 == 3 ? 60.0f : 4.0f);
+        x[rep % n] = 0.0f;
+        memcpy(y, x, (size_t)n * sizeof *x);
+        const double sum = k->expsum(y, n, cell0);
+        double exact = 0;
+        for (int i = 0; i < n; i++) {
+            const float e = kern_expf(x[i]);
+            bad += memcmp(&e, &y[i], sizeof e) != 0;
+            exact += (double)e;
+        }
+        badsum += !(fabs(sum - exact) <= 1e-6 * exact);
+    }
+    T_CHECKF(bad == 0, "%s: expsum lanes differ from kern_expf in %d values", k->name, bad);
+    T_CHECKF(badsum == 0, "%s: expsum sum off in %d of 40 rows", k->name, badsum);
+    free(x); free(y);
 }
 
 static void selection(void) {
@@ -270,13 +343,13 @@ T_GROUP(kern) {
         if (ks[i] == ref) continue;
         if (getenv("G4_TEST_VERBOSE")) fprintf(stderr, "    testing kernel set %s\n", ks[i]->name);
         act_quantizers(ref, ks[i]);
-        matmuls(ref, ks[i], 0);
-        matmuls(ref, ks[i], 1);
+        matmuls(ref, ks[i]);
     }
     /* any table of finite f16 values shows a wrong index or edge: scattered values, the
      * exponent's low bit cleared so none is Inf/NaN */
     uint16_t *tab = malloc(65536 * sizeof *tab);
     for (uint32_t h = 0; h < 65536; h++) tab[h] = (uint16_t)(((h * 2654435761u) >> 16) & 0xfbffu);
     for (int i = 0; i < nk; i++) geglus(ks[i], tab);
+    for (int i = 0; i < nk; i++) expsums(ks[i]);
     free(tab);
 }

@@ -20,7 +20,11 @@
 #include <string.h>
 #include <time.h>
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -56,6 +60,7 @@ static uint64_t next_rand(void) {
 
 /* ==== DRAM read bandwidth: load-sum over a buffer, one thread ==== */
 
+#if defined(__x86_64__)
 __attribute__((target("avx2"))) static uint64_t sum_avx2(const uint8_t *p, size_t n) {
     __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
     for (size_t i = 0; i < n; i += 128) {
@@ -81,14 +86,26 @@ __attribute__((target("avx512f"))) static uint64_t sum_avx512(const uint8_t *p, 
     return (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
 }
 
-typedef struct dram_job { const uint8_t *buf; int z; uint64_t sink[8]; } dram_job;
+static uint64_t sum_buf(const uint8_t *p, size_t n) { return __builtin_cpu_supports("avx512f") ? sum_avx512(p, n) : sum_avx2(p, n); }
+static const char *sum_what(void) { return __builtin_cpu_supports("avx512f") ? "zmm" : "ymm"; }
+#else
+static const char *sum_what(void) { return "8 x 64-bit"; }
+static uint64_t sum_buf(const uint8_t *p, size_t n) { /* 4 independent 64-bit lanes (vectorized by the compiler) */
+    uint64_t a[8] = { 0 };
+    for (size_t i = 0; i < n; i += 64)
+        for (int k = 0; k < 8; k++) { uint64_t v; memcpy(&v, p + i + 8 * k, 8); a[k] += v; }
+    return a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
+}
+#endif
+
+typedef struct dram_job { const uint8_t *buf; uint64_t sink[8]; } dram_job;
 
 static void dram_task(void *ctx, int64_t i0, int64_t i1, int thread) { /* items: 1 MiB spans */
     dram_job *j = ctx;
     const size_t mib = (size_t)1 << 20;
     const uint8_t *p = j->buf + (size_t)i0 * mib;
     const size_t n = (size_t)(i1 - i0) * mib;
-    j->sink[thread & 7] += j->z ? sum_avx512(p, n) : sum_avx2(p, n);
+    j->sink[thread & 7] += sum_buf(p, n);
 }
 
 /* read rate of `bytes` (a multiple of 1 MiB) by the pool's threads (NULL: the caller alone),
@@ -98,7 +115,7 @@ static double dram_read_gbs(g4_pool *pool, int reps, size_t bytes, double *best)
     *best = 0;
     if (!buf) return 0;
     for (size_t i = 0; i < bytes; i += 8) { uint64_t v = i * 0x9e37u; memcpy(buf + i, &v, 8); }
-    dram_job j = { buf, __builtin_cpu_supports("avx512f"), { 0 } };
+    dram_job j = { buf, { 0 } };
     const int64_t spans = (int64_t)(bytes >> 20);
     double t[32];
     for (int r = 0; r <= reps; r++) {
@@ -118,6 +135,7 @@ static double dram_read_gbs(g4_pool *pool, int reps, size_t bytes, double *best)
 
 /* ==== int8 dot peak (one thread): 12 independent accumulators ==== */
 
+#if defined(__x86_64__)
 __attribute__((target("avx512f,avx512vnni"))) static double peak_vnni(void) {
     __m512i acc[12];
     for (int k = 0; k < 12; k++) acc[k] = _mm512_set1_epi32(k);
@@ -155,6 +173,34 @@ __attribute__((target("avx2"))) static double peak_avx2(void) {
     return (double)iters * 12 * 32 * 2 / dt * 1e-9;
 }
 
+static double peak_int8(const char **what) {
+    const int vnni = __builtin_cpu_supports("avx512vnni");
+    *what = vnni ? "vpdpbusd zmm" : "vpmaddubsw+vpmaddwd ymm";
+    return vnni ? peak_vnni() : peak_avx2();
+}
+#elif defined(__aarch64__)
+__attribute__((target("arch=armv8.2-a+dotprod"))) static double peak_sdot(void) {
+    int32x4_t acc[12];
+    for (int k = 0; k < 12; k++) acc[k] = vdupq_n_s32(k);
+    int8x16_t a = vdupq_n_s8(3), b = vdupq_n_s8(-2);
+    const long iters = 20000000;
+    const double t0 = now_s();
+    for (long i = 0; i < iters; i++) {
+        __asm__ volatile("" : "+w"(a), "+w"(b));
+        for (int k = 0; k < 12; k++) acc[k] = vdotq_s32(acc[k], a, b);
+    }
+    const double dt = now_s() - t0;
+    volatile int sink = 0;
+    for (int k = 0; k < 12; k++) sink += vgetq_lane_s32(acc[k], 0);
+    (void)sink;
+    return (double)iters * 12 * 16 * 2 / dt * 1e-9; /* 16 MAC per sdot */
+}
+
+static double peak_int8(const char **what) { *what = "sdot q"; return peak_sdot(); } /* the neon table needs dotprod */
+#else
+static double peak_int8(const char **what) { *what = "none measured"; return 0; }
+#endif
+
 /* types: NULL (all) or a comma-separated list of type names (quant_traits()->name) */
 static int type_wanted(const char *types, uint32_t type) {
     if (!types) return 1;
@@ -182,14 +228,14 @@ typedef struct mm_job {
     size_t xrb;
     int64_t n_in, n_out;
     int n_tok;
-    int grp;           /* 1 = matmul_grp (the multi-column float order) */
+    g4_matmul_fn fn;   /* the entry to time; NULL = matmul */
 } mm_job;
 
 static void mm_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     (void)thread;
     const mm_job *j = vctx;
-    (j->grp ? j->k->matmul_grp : j->k->matmul)[j->type](j->y, (size_t)j->n_out, j->w, j->wrb, j->xq, j->xrb, j->n_in, i0, i1,
-                                                        j->n_tok);
+    (j->fn ? j->fn : j->k->matmul[j->type])(j->y, (size_t)j->n_out, j->w, j->wrb, j->xq, j->xrb, j->n_in, i0, i1,
+                                            j->n_tok);
 }
 
 /* matvec weights: 64-byte aligned; huge: 2 MiB aligned with MADV_HUGEPAGE (transparent huge
@@ -225,7 +271,7 @@ static void random_blocks(uint32_t type, uint8_t *w, size_t bytes) {
 
 /* median seconds of one matmul of n_tok tokens over n_out rows; *best = the fastest run */
 static double time_matmul_g(const g4_kern *k, g4_pool *pool, uint32_t type, const uint8_t *w, int64_t n_in,
-                            int64_t n_out, int n_tok, int reps, int64_t chunk, double *best, int grp) {
+                            int64_t n_out, int n_tok, int reps, int64_t chunk, double *best, g4_matmul_fn fn) {
     const int dt = quant_traits(type)->dot_type;
     const size_t xrb = kern_act_row_bytes(dt, n_in);
     float *x = malloc((size_t)n_in * (size_t)n_tok * sizeof *x);
@@ -233,7 +279,7 @@ static double time_matmul_g(const g4_kern *k, g4_pool *pool, uint32_t type, cons
     float *y = malloc((size_t)n_out * (size_t)n_tok * sizeof *y);
     for (int64_t i = 0; i < n_in * n_tok; i++) x[i] = (float)((int64_t)(next_rand() % 2001) - 1000) * 1e-3f;
     for (int t = 0; t < n_tok; t++) k->quantize_act[dt](x + (size_t)t * (size_t)n_in, xq + (size_t)t * xrb, n_in);
-    mm_job j = { k, type, y, w, quant_row_bytes(type, n_in), xq, xrb, n_in, n_out, n_tok, grp };
+    mm_job j = { k, type, y, w, quant_row_bytes(type, n_in), xq, xrb, n_in, n_out, n_tok, fn };
     double t[64];
     for (int r = 0; r <= reps; r++) {
         const double t0 = now_s();
@@ -249,7 +295,7 @@ static double time_matmul_g(const g4_kern *k, g4_pool *pool, uint32_t type, cons
 
 static double time_matmul(const g4_kern *k, g4_pool *pool, uint32_t type, const uint8_t *w, int64_t n_in,
                           int64_t n_out, int n_tok, int reps, int64_t chunk, double *best) {
-    return time_matmul_g(k, pool, type, w, n_in, n_out, n_tok, reps, chunk, best, 0);
+    return time_matmul_g(k, pool, type, w, n_in, n_out, n_tok, reps, chunk, best, NULL);
 }
 
 /* -B: per-token cost of decoding n_tok sessions together, at 1536 x 6144 (in cache) */
@@ -266,9 +312,10 @@ static void bench_batched(const g4_kern *k, int reps, const char *types) {
         double one = 0;
         printf("%-6s", quant_traits(BT[ti])->name);
         for (int nt = 1; nt <= 8; nt *= 2) {
-            const int grp = k->matmul_grp[BT[ti]] && kern_grp_col(BT[ti], nt, 0, n_in, n_out);
+            const g4_matmul_fn fn = kern_pick(k, BT[ti], nt, 0, n_in, n_out, 0); /* the table's order for nt columns */
+            const int grp = fn != k->matmul[BT[ti]];
             double b;
-            time_matmul_g(k, NULL, BT[ti], w, n_in, n_out, nt, reps, n_out, &b, grp);
+            time_matmul_g(k, NULL, BT[ti], w, n_in, n_out, nt, reps, n_out, &b, fn);
             const double ns = b * 1e9 / (double)n_out / nt;
             if (nt == 1) one = ns;
             printf("  n_tok %d%s %6.2f ns (%3.0f%%)", nt, grp ? "g" : " ", ns, 100.0 * ns / one);
@@ -310,12 +357,12 @@ int main(int argc, char **argv) {
     const size_t dram_bytes = quick ? (size_t)256 << 20 : (size_t)1 << 30;
     const double bw = dram_read_gbs(NULL, reps, dram_bytes, &bw_best);
     printf("DRAM read, 1 thread (%s load-sum over %s): %.1f GB/s median, %.1f best\n",
-           __builtin_cpu_supports("avx512f") ? "zmm" : "ymm", quick ? "256 MiB" : "1 GiB", bw, bw_best);
+           sum_what(), quick ? "256 MiB" : "1 GiB", bw, bw_best);
     if (dram_only) { /* the 2-thread rate too: the 2-thread decode ceiling */
         double bw2_best = 0;
         const double bw2 = dram_read_gbs(pool2, reps, dram_bytes, &bw2_best);
         printf("DRAM read, 2 threads (%s load-sum over %s): %.1f GB/s median, %.1f best\n",
-               __builtin_cpu_supports("avx512f") ? "zmm" : "ymm", quick ? "256 MiB" : "1 GiB", bw2, bw2_best);
+               sum_what(), quick ? "256 MiB" : "1 GiB", bw2, bw2_best);
         pool_free(pool2);
         return 0;
     }
@@ -351,11 +398,10 @@ int main(int argc, char **argv) {
     }
 
     if (only1) { pool_free(pool2); return 0; }
-    const int vnni = __builtin_cpu_supports("avx512vnni");
+    const char *what = "";
     double peak = 0; /* best of 3: interference only slows a compute loop down */
-    for (int r = 0; r < 3; r++) { const double p = vnni ? peak_vnni() : peak_avx2(); if (p > peak) peak = p; }
-    printf("\nint8 dot peak, 1 thread (%s, 12 accumulators, best of 3): %.0f GOP/s\n",
-           vnni ? "vpdpbusd zmm" : "vpmaddubsw+vpmaddwd ymm", peak);
+    for (int r = 0; r < 3; r++) { const double p = peak_int8(&what); if (p > peak) peak = p; }
+    printf("\nint8 dot peak, 1 thread (%s, 12 accumulators, best of 3): %.0f GOP/s\n", what, peak);
     printf("prefill GEMM (n_tok tokens x weights), GOP/s = 2*n_in*n_out*n_tok / time\n");
     static const uint32_t GT[] = { G4_TYPE_Q4_K, G4_TYPE_Q8_0, G4_TYPE_Q4_0, G4_TYPE_Q6_K };
     for (size_t gi = 0; gi < sizeof GT / sizeof GT[0]; gi++) {

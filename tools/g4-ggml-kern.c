@@ -449,47 +449,60 @@ static int graph_mul_mat(const gk_graph_api *g, uint32_t ty, int plain, const vo
     return ok;
 }
 
-/* one repacked type: 8 rows, 1 token (gemv) and 4 tokens (gemm) per length, against our matmul
- * (one column) and matmul_grp (where set, the engine's multi-token order). Counts into *bad1,
- * *bad4 (outputs differing), *tot1, *tot4; worst relative difference into *worst. */
+/* one type through ggml's graph: 8 rows, 1 token (gemv) and 5 and 8 tokens (gemm: the
+ * repacked gemm for 4 of 5 columns and its gemv for the fifth, or tinyBLAS: fp16 from 8) per
+ * length, each column against the kernel our table picks for it (kern_pick with the op's
+ * shape; KERN_PLAIN for the plain buffer). Lengths: multiples of 256, for 32-element blocks one
+ * with an odd block count, for float types ones with vec_dot tails. Counts into *bad1, *badm
+ * (outputs differing), *tot1, *totm; worst relative difference into *worst; the emulations'
+ * differences into *emu1, *emum (quantized types, even block counts). */
 static int check_graph_type(const gk_graph_api *g, const g4_kern *k, quant_fn qrow, uint32_t ty, int plain, int i8mm, int nbk_max,
-                            int *bad1, int *bad4, int *tot1, int *tot4, double *worst, int *emu1, int *emu4) {
+                            int *bad1, int *badm, int *tot1, int *totm, double *worst, int *emu1, int *emum) {
     const int64_t nmax = (int64_t)nbk_max * 256, nr = 8;
+    enum { TMAX = 8 };
     const uint32_t dt = quant_traits(ty)->dot_type;
-    float *wf = malloc((size_t)nmax * 4), *x = malloc((size_t)nmax * 16), yg[32], yo[32];
-    uint8_t *w = malloc(quant_row_bytes(ty, nmax) * (size_t)nr), *xq = malloc(kern_act_row_bytes(dt, nmax) * 4);
-    uint8_t *xgq = malloc(kern_act_row_bytes(dt, nmax) * 4);
+    const int fl = quant_traits(ty)->blck == 1;
+    float *wf = malloc((size_t)nmax * 4), *x = malloc((size_t)nmax * 4 * TMAX), yg[8 * TMAX], yo[8 * TMAX];
+    uint8_t *w = malloc(quant_row_bytes(ty, nmax) * (size_t)nr), *xq = malloc(kern_act_row_bytes(dt, nmax) * TMAX);
+    uint8_t *xgq = malloc(kern_act_row_bytes(dt, nmax) * TMAX);
     int ok = 1;
-    for (int nbk = 1; nbk <= nbk_max && ok; nbk += (nbk < 8 ? 1 : 5)) {
-        const int64_t n = (int64_t)nbk * 256;
+    static const int64_t EXTRA_B32[] = { 32 * 37 }, EXTRA_F[] = { 200, 264, 37 * 8 + 4 };
+    const int n_extra = fl ? 3 : quant_traits(ty)->blck == 32 ? 1 : 0;
+    for (int nbk = 1, li = 0; ok && (nbk <= nbk_max || li < n_extra);) {
+        const int64_t n = nbk <= nbk_max ? (int64_t)nbk * 256 : fl ? EXTRA_F[li] : EXTRA_B32[li];
+        if (nbk <= nbk_max) nbk += nbk < 8 ? 1 : 5; else li++;
         const size_t wrb = quant_row_bytes(ty, n), xrb = kern_act_row_bytes(dt, n);
         for (int r = 0; r < nr; r++) {
             for (int64_t i = 0; i < n; i++) { const float v = rndf(); wf[i] = r == 3 ? v * v * v * 100.0f : v; }
             quant_quantize_row(ty, wf, w + (size_t)r * wrb, n);
         }
-        for (int64_t i = 0; i < 4 * n; i++) x[i] = rndf() * (1 + (i % 7 == 0) * 8);
-        for (int t = 0; t < 4; t++) {
+        for (int64_t i = 0; i < TMAX * n; i++) x[i] = rndf() * (1 + (i % 7 == 0) * 8);
+        for (int t = 0; t < TMAX; t++) {
             k->quantize_act[dt](x + (size_t)t * n, xq + (size_t)t * xrb, n);
-            qrow(x + (size_t)t * n, xgq + (size_t)t * xrb, n);
+            if (qrow) qrow(x + (size_t)t * n, xgq + (size_t)t * xrb, n);
         }
-        for (int nt = 1; nt <= 4 && ok; nt += 3) {
+        static const int NTS[3] = { 1, 5, 8 };
+        for (int ni = 0; ni < 3 && ok; ni++) {
+            const int nt = NTS[ni];
             if (!graph_mul_mat(g, ty, plain, w, nr, x, n, nt, yg)) { ok = 0; break; }
-            g4_matmul_fn mm = nt > 1 && k->matmul_grp[ty] ? k->matmul_grp[ty] : k->matmul[ty];
-            mm(yo, (size_t)nr, w, wrb, xq, xrb, n, 0, nr, nt);
+            for (int t = 0; t < nt; t++)
+                kern_pick(k, ty, nt, t, n, nr, plain ? KERN_PLAIN : 0)(yo + (size_t)t * nr, (size_t)nr, w, wrb,
+                                                                     xq + (size_t)t * xrb, xrb, n, 0, nr, 1);
             for (int i = 0; i < nr * nt; i++) {
                 if (!memcmp(&yg[i], &yo[i], 4)) continue;
-                *(nt == 1 ? bad1 : bad4) += 1;
+                *(nt == 1 ? bad1 : badm) += 1;
                 const double rel = fabs((double)yg[i] - (double)yo[i]) / (fabs((double)yg[i]) + 1e-30);
                 if (rel > *worst) *worst = rel;
             }
-            *(nt == 1 ? tot1 : tot4) += (int)(nr * nt);
+            *(nt == 1 ? tot1 : totm) += (int)(nr * nt);
+            if (fl || !qrow || n % 512) continue;
             for (int t = 0; t < nt; t++)
                 for (int r = 0; r < nr; r++) {
                     const uint8_t *wr = w + (size_t)r * wrb, *xr = xgq + (size_t)t * xrb;
-                    const float e = !plain ? arm_repacked(ty, wr, xr, n, nt > 1, i8mm)
+                    const float e = !plain ? arm_repacked(ty, wr, xr, n, t < nt - nt % 4, i8mm)
                                   : nt > 1 && (ty == G4_TYPE_Q8_0 || ty == G4_TYPE_Q4_0) ? arm_tinyblas(ty, wr, xr, n)
                                   : arm_vec_dot(ty, wr, xr, n);
-                    *(nt == 1 ? emu1 : emu4) += memcmp(&e, &yg[t * nr + r], 4) != 0;
+                    *(nt == 1 ? emu1 : emum) += memcmp(&e, &yg[t * nr + r], 4) != 0;
                 }
         }
     }
@@ -497,10 +510,20 @@ static int check_graph_type(const gk_graph_api *g, const g4_kern *k, quant_fn qr
     return ok;
 }
 
+/* $G4_GK_ONLY (comma-separated type names) limits the run to those types, for development */
+static int wanted(const char *name) {
+    const char *only = getenv("G4_GK_ONLY");
+    if (!only || !*only) return 1;
+    const size_t l = strlen(name);
+    for (const char *p = only; (p = strstr(p, name)) != NULL; p += l)
+        if ((p == only || p[-1] == ',') && (p[l] == ',' || p[l] == 0)) return 1;
+    return 0;
+}
+
 /* F32 / F16 / BF16 weights as llama.cpp multiplies them: a one-op graph with the weight in the
  * plain CPU buffer (ggml converts the F32 activations to the weight's type, then vec_dot for
  * one column, llamafile's tinyBLAS for two or more when n % 8 == 0, else vec_dot), against our
- * quantize_act + matmul (or matmul_grp where kern_grp_col says so). Lengths with n % 32 and
+ * quantize_act + the kernel the table picks (kern_pick). Lengths with n % 32 and
  * n % 8 tails; 1, 2, 3 and 5 columns; 12 rows, and 11 (tinyBLAS needs rows % 4 == 0, else
  * vec_dot for every column). Counts like check_graph_type; 0 if the graph failed. */
 static int check_float_graph(const gk_graph_api *g, const g4_kern *k, uint32_t ty, int *bad1, int *badn,
@@ -525,7 +548,7 @@ static int check_float_graph(const gk_graph_api *g, const g4_kern *k, uint32_t t
         for (int ti = 0; ti < 4 && ok; ti++) {
             const int nt = NT[ti];
             if (!graph_mul_mat(g, ty, 1, w, nr, x, n, nt, yg)) { ok = 0; break; }
-            g4_matmul_fn mm = kern_grp_col(ty, nt, 0, n, nr) && k->matmul_grp[ty] ? k->matmul_grp[ty] : k->matmul[ty];
+            const g4_matmul_fn mm = kern_pick(k, ty, nt, 0, n, nr, KERN_PLAIN); /* every column the same here */
             mm(yo, (size_t)nr, w, wrb, xq, xrb, n, 0, nr, nt);
             *(nt == 1 ? tot1 : totn) += (int)(nr * nt);
             for (int i = 0; i < nr * nt; i++) {
@@ -592,12 +615,17 @@ int main(int argc, char **argv) {
         SYM(h, T[ti].deq, dq);
         const uint32_t ty = T[ti].type;
         const int repk = X86_REPACK && (ty == G4_TYPE_Q4_0 || ty == G4_TYPE_IQ4_NL || ty == G4_TYPE_Q4_K);
+        if (!wanted(tr->name)) continue;
         if (!vd || !qf || !k->matmul[T[ti].type]) { printf("skip %s\n", tr->name); continue; }
         int bad_q = 0, bad_d = 0, bad_dq = 0, n_case = 0, bad_emu = 0;
         double worst = 0;
-        /* under qemu (the aarch64 build) 16 of the 48 lengths */
-        for (int nbk = 1; nbk <= 48; nbk += (X86_REPACK || nbk < 8) ? 1 : 5) {
-            const int64_t n = (int64_t)nbk * 256;
+        /* under qemu (the aarch64 build) 16 of the 48 lengths, and for 32-element blocks 4 with
+         * an odd block count (the vec_dot tails) */
+        const int n_odd = !X86_REPACK && tr->blck == 32 ? 4 : 0;
+        for (int li = 0, nbk = 1; nbk <= 48 || li < n_odd; ) {
+            static const int64_t ODD[4] = { 32, 96, 224, 32 * 37 };
+            const int64_t n = nbk <= 48 ? (int64_t)nbk * 256 : ODD[li];
+            if (nbk <= 48) nbk += (X86_REPACK || nbk < 8) ? 1 : 5; else li++;
             for (int rep = 0; rep < 8; rep++) {
                 /* weights and activations: uniform, spiky, tiny, heavy-tailed, one outlier,
                  * wide weight range, values from a small set (ties of |x|), sparse */
@@ -629,13 +657,14 @@ int main(int argc, char **argv) {
                 if (!repk) vd((int)n, &sg, 0, w, 0, xg, 0, 1);
                 else if (ty == G4_TYPE_Q4_K) sg = rep_q4_K(w, xg, n, 0);
                 else sg = rep_b32(w, xg, n, ty == G4_TYPE_IQ4_NL);
-                k->matmul[ty](&so, 1, w, quant_row_bytes(ty, n), xg, xb, n, 0, 1, 1);
+                /* one column of a weight llama.cpp does not repack: its vec_dot */
+                kern_pick(k, ty, 1, 0, n, 1, KERN_PLAIN)(&so, 1, w, quant_row_bytes(ty, n), xg, xb, n, 0, 1, 1);
                 float sgg = sg, sog = so;
                 if (X86_REPACK && ty == G4_TYPE_Q4_K && k->matmul_grp[ty]) {
                     sgg = rep_q4_K(w, xg, n, 1);
                     k->matmul_grp[ty](&sog, 1, w, quant_row_bytes(ty, n), xg, xb, n, 0, 1, 1);
                 }
-                if (!X86_REPACK) {
+                if (!X86_REPACK && n % 512 == 0) { /* the emulation: even block counts only */
                     const float se = arm_vec_dot(ty, w, xg, n);
                     bad_emu += memcmp(&se, &sg, 4) != 0;
                 }
@@ -701,22 +730,24 @@ int main(int argc, char **argv) {
             /* plain: the weight in the CPU buffer (what ggml does with a weight it does not
              * repack: vec_dot for 1 token, tinyBLAS or vec_dot for more); then CPU_REPACK */
             for (int plain = 1; plain >= 0; plain--) {
-                const size_t nt = plain ? sizeof T / sizeof T[0] : sizeof R / sizeof R[0];
+                static const uint32_t F[] = { G4_TYPE_F32, G4_TYPE_F16, G4_TYPE_BF16 };
+                const size_t nt = plain ? sizeof T / sizeof T[0] + 3 : sizeof R / sizeof R[0];
                 for (size_t ri = 0; ri < nt; ri++) {
-                    const uint32_t ty = plain ? T[ri].type : R[ri];
+                    const uint32_t ty = !plain ? R[ri] : ri < sizeof T / sizeof T[0] ? T[ri].type : F[ri - sizeof T / sizeof T[0]];
                     const char *tn = quant_traits(ty)->name, *mode = plain ? "plain" : "repacked";
                     int b1 = 0, b4 = 0, t1 = 0, t4 = 0, e1 = 0, e4 = 0;
                     double worst = 0;
                     const uint32_t dt = quant_traits(ty)->dot_type;
-                    quant_fn qrow;
-                    SYM(h, dt == G4_TYPE_Q8_K ? "quantize_row_q8_K" : dt == G4_TYPE_Q8_1 ? "quantize_row_q8_1" : "quantize_row_q8_0", qrow);
-                    if (!k->matmul[ty] || !qrow) continue;
+                    quant_fn qrow = NULL;
+                    if (quant_traits(ty)->blck > 1)
+                        SYM(h, dt == G4_TYPE_Q8_K ? "quantize_row_q8_K" : dt == G4_TYPE_Q8_1 ? "quantize_row_q8_1" : "quantize_row_q8_0", qrow);
+                    if (!wanted(tn) || !k->matmul[ty] || (quant_traits(ty)->blck > 1 && !qrow)) continue;
                     if (!check_graph_type(&g, k, qrow, ty, plain, i8mm, 48, &b1, &b4, &t1, &t4, &worst, &e1, &e4)) {
                         printf("%-7s %s: ggml graph failed\n", tn, mode);
                         fail++;
                         continue;
                     }
-                    printf("%-7s %s mul_mat (ggml graph%s): 1 token %d of %d differ, 4 tokens %d of %d differ (worst rel %.2e)\n",
+                    printf("%-7s %s mul_mat (ggml graph%s): 1 token %d of %d differ, 5 and 8 tokens %d of %d differ (worst rel %.2e)\n",
                            tn, mode, plain ? "" : ", CPU_REPACK", b1, t1, b4, t4, worst);
                     printf("check %s %s gemv %d gemm %d of %d %d worst %.2e emu %d %d\n", tn, mode, b1, b4, t1, t4, worst, e1, e4);
                     if (b1 || b4) fail++; else pass++;

@@ -225,6 +225,9 @@ static void t_rope(const gapi *g, tally *t, int hd, float base, int with_ff) {
     g->free_ctx(c);
 }
 
+/* the table the engine would run on this CPU (its expsum decides the softmax's sums) */
+static const g4_kern *best_kern(void) { return kern_select(NULL, NULL, 0); }
+
 /* ggml_soft_max_ext(kq, mask, 1.0, 0.0) on KQ rows of n_kv cells as llama.cpp builds them for
  * one sequence in a fresh cache (cell = position): query row r at position pos0 + r sees
  * cells [lo, p] (lo = p - n_swa + 1 on sliding layers, else 0), the mask is -inf elsewhere.
@@ -249,7 +252,7 @@ static void t_softmax(const gapi *g, tally *t, int64_t n_kv, int n_tok, int64_t 
                 float *row = got + ((size_t)h * (size_t)n_tok + (size_t)r) * (size_t)n_kv;
                 const float *src = kd + ((size_t)h * (size_t)n_tok + (size_t)r) * (size_t)n_kv;
                 memcpy(row + lo, src + lo, (size_t)(p - lo + 1) * sizeof(float));
-                attn_softmax(row + lo, p - lo + 1, lo);
+                attn_softmax(best_kern(), row + lo, p - lo + 1, lo);
             }
         char name[96];
         snprintf(name, sizeof name, "soft_max_ext n_kv=%lld pos %lld..%lld swa=%d spread=%g", (long long)n_kv,
@@ -276,7 +279,7 @@ static void t_expf(const gapi *g, tally *t) {
     float *got = malloc((size_t)(n_kv * rows) * sizeof(float));
     if (got && run(g, c, y)) {
         memcpy(got, kd, (size_t)(n_kv * rows) * sizeof(float));
-        for (int64_t r = 0; r < rows; r++) attn_softmax(got + r * n_kv, n_kv, 0);
+        for (int64_t r = 0; r < rows; r++) attn_softmax(best_kern(), got + r * n_kv, n_kv, 0);
         report(t, "soft_max (exp down to -110, no mask)", fdata(g, y), got, n_kv * rows);
     } else { printf("FAIL soft_max: ggml compute failed\n"); t->fail++; }
     free(got);

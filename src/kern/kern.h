@@ -30,27 +30,59 @@ typedef void (*g4_quant_act_fn)(const float *restrict x, void *restrict xq, int6
  * f32(tab[f16(x)]) * up with f16 rounding to nearest even */
 typedef void (*g4_geglu_fn)(float *restrict gate, const float *restrict up, const uint16_t *restrict tab, int64_t n);
 
+/* What llama.cpp's CPU backend knows about a weight when it picks a kernel (kern_pick) */
+#define KERN_PLAIN 1u /* not a weight it repacks: the KV cache (a tied LM head is one: llama.cpp
+                       * loads token_embd a second time as the output tensor, repackable) */
+
+/* The softmax's exponentials and their sum (vec.cpp ggml_vec_soft_max_f32): x[0..n) holds
+ * scores minus the row max (<= 0) of the cells [cell0, cell0 + n) of a KQ row whose other
+ * cells are masked (exp = +0); x[i] = exp(x[i]) as ggml_v_expf, lane for lane; returns their
+ * sum as that build forms it: f32 sums of blocks aligned on the row (x86 AVX2: 8 cells,
+ * NEON: 4), each added to a double. */
+typedef double (*g4_expsum_fn)(float *x, int64_t n, int64_t cell0);
+
+struct g4_kern;
+/* The kernel whose float order llama.cpp's CPU backend (the build a table follows) uses for
+ * column col of an op on N columns of an n_in x n_out weight of this type; flags KERN_PLAIN.
+ * Only the column's own result depends on the choice, so columns with the same kernel may
+ * run together. Never NULL for a type the table multiplies. */
+typedef g4_matmul_fn (*g4_pick_fn)(const struct g4_kern *k, uint32_t type, int64_t N, int64_t col,
+                                   int64_t n_in, int64_t n_out, unsigned flags);
+
 typedef struct g4_kern {
     const char     *name;                          /* "scalar", "avx2", "avx512", "neon" */
     g4_matmul_fn    matmul[G4_TYPE_COUNT];         /* by weight type; NULL = not available */
     /* The same product in the float order llama.cpp's CPU backend uses when an op has
      * several activation columns, where that differs from matmul's (one column) order;
-     * NULL = use matmul. kern_grp_count says for which tokens. */
+     * NULL = use matmul. The table's pick says for which columns. */
     g4_matmul_fn    matmul_grp[G4_TYPE_COUNT];
+    g4_pick_fn      pick;                          /* never NULL */
     g4_quant_act_fn quantize_act[G4_TYPE_COUNT];   /* by dot type: F32, F16, BF16, Q8_0, Q8_1, Q8_K */
+    /* Q8_0/Q8_1 activation scale: 0 = x86 SIMD convention (id = 127/amax), 1 = llama.cpp's
+     * arm64 build (id = 1/(amax/127)); both round half to even (quant_ref.h) */
+    int             act_q8_inv;
+    /* F16 weights: 1 = pick's kernels accumulate in fp16 lanes (llama.cpp's arm64 fp16 build,
+     * quant_dot_f16_fp16: tinyBLAS order when pick gives it for N >= 8, else vec_dot's) */
+    int             f16_lanes;
     g4_geglu_fn     geglu;                         /* never NULL (kern_geglu_ref at least) */
+    g4_expsum_fn    expsum;                        /* never NULL */
 } g4_kern;
 
 /* the portable GeGLU (the scalar table's; the SIMD ones equal it bit for bit) */
 void kern_geglu_ref(float *restrict gate, const float *restrict up, const uint16_t *restrict tab, int64_t n);
 
-/* Whether column col of an op llama.cpp runs on N columns of an n_in x n_out weight takes
- * matmul_grp's float order: float weights (F32/F16/BF16) every column when N >= 2,
- * n_in % 8 == 0 and n_out % 4 == 0 (tinyBLAS, sgemm.cpp tinyBLAS::matmul; else and for one
- * column: ggml_vec_dot); Q4_K the columns below N - N % 4 (its
- * repacked 4-column gemm; the rest its gemv); IQ4_XS every column when N >= 8 and
- * n_out % 8 == 0 (the IQ panel gemm, iqp.cpp); other types none. A column's result depends
- * only on its own order, so any subset of columns may be computed together. */
+/* ggml_v_expf, one lane (vec.h; the AVX2 and NEON versions agree lane for lane), for x <= 0
+ * over n values, and the x86 tables' expsum (kern_exp.c) */
+float kern_expf(float x);
+void kern_expf_n(float *x, int64_t n);
+double kern_expsum_x86(float *x, int64_t n, int64_t cell0);
+
+/* The x86 rule (llama.cpp's AVX2 build): whether column col of an op llama.cpp runs on N
+ * columns of an n_in x n_out weight takes matmul_grp's float order: float weights
+ * (F32/F16/BF16) every column when N >= 2, n_in % 8 == 0 and n_out % 4 == 0 (tinyBLAS,
+ * sgemm.cpp tinyBLAS::matmul; else and for one column: ggml_vec_dot); Q4_K the columns below
+ * N - N % 4 (its repacked 4-column gemm; the rest its gemv); IQ4_XS every column when N >= 8
+ * and n_out % 8 == 0 (the IQ panel gemm, iqp.cpp); other types none. */
 static inline int kern_grp_col(uint32_t type, int64_t N, int64_t col, int64_t n_in, int64_t n_out) {
     if (type == G4_TYPE_F32 || type == G4_TYPE_F16 || type == G4_TYPE_BF16) return N >= 2 && n_in % 8 == 0 && n_out % 4 == 0;
     if (type == G4_TYPE_IQ4_XS) return N >= 8 && n_out % 8 == 0;
@@ -58,12 +90,15 @@ static inline int kern_grp_col(uint32_t type, int64_t N, int64_t col, int64_t n_
     return 0;
 }
 
-/* Of n_tok tokens that are columns [first, first + n_tok) of such an op, how many leading
- * ones take matmul_grp (kern_grp_col is monotone: grouped columns come first). */
-static inline int kern_grp_count(uint32_t type, int64_t N, int64_t first, int n_tok, int64_t n_in, int64_t n_out) {
-    int k = 0;
-    while (k < n_tok && kern_grp_col(type, N, first + k, n_in, n_out)) k++;
-    return k;
+/* The scalar, AVX2 and AVX-512 tables' pick: matmul_grp where kern_grp_col says so, else
+ * matmul; flags are not used (the x86 build repacks no type whose order KERN_PLAIN changes
+ * for the KV cache). */
+g4_matmul_fn kern_pick_x86(const struct g4_kern *k, uint32_t type, int64_t N, int64_t col, int64_t n_in,
+                           int64_t n_out, unsigned flags);
+
+static inline g4_matmul_fn kern_pick(const g4_kern *k, uint32_t type, int64_t N, int64_t col, int64_t n_in,
+                                     int64_t n_out, unsigned flags) {
+    return k->pick(k, type, N, col, n_in, n_out, flags);
 }
 
 /* Bytes of one activation row of n elements in dot type dt (F32 4n, F16/BF16 2n, Q8_0 34n/32,

@@ -57,9 +57,17 @@ void kern_geglu_ref(float *restrict gate, const float *restrict up, const uint16
     }
 }
 
+g4_matmul_fn kern_pick_x86(const g4_kern *k, uint32_t type, int64_t N, int64_t col, int64_t n_in,
+                           int64_t n_out, unsigned flags) {
+    (void)flags;
+    return kern_grp_col(type, N, col, n_in, n_out) && k->matmul_grp[type] ? k->matmul_grp[type] : k->matmul[type];
+}
+
 static const g4_kern TABLE = {
     .name = "scalar",
     .geglu = kern_geglu_ref,
+    .pick = kern_pick_x86,
+    .expsum = kern_expsum_x86,
     .matmul = { KERN_REF_MATMUL_ALL },
     .quantize_act = {
         [G4_TYPE_F32] = act_f32, [G4_TYPE_F16] = act_f16, [G4_TYPE_BF16] = act_bf16,

@@ -1420,6 +1420,8 @@ static void geglu_x86(float *restrict g, const float *restrict up, const uint16_
 static const g4_kern TABLE = {
     .name = KX_NAME,
     .geglu = geglu_x86,
+    .pick = kern_pick_x86,
+    .expsum = kern_expsum_x86,
     .matmul = {
         [G4_TYPE_F32] = mm_f32, [G4_TYPE_F16] = mm_f16, [G4_TYPE_BF16] = mm_bf16,
         [G4_TYPE_Q8_0] = mm_q8_0, [G4_TYPE_Q4_0] = mm_q4_0, [G4_TYPE_Q5_0] = mm_q5_0,

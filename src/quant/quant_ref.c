@@ -859,7 +859,29 @@ static void act_q8_ref(const float *x, uint8_t *y, int64_t nb, size_t bytes, int
     }
 }
 
+/* llama.cpp's arm64 build (arch/arm/quants.c quantize_row_q8_0/q8_1, NEON): id = 1/d, round
+ * half even (vcvtnq), the sum as the x86 one */
+static void act_q8_arm(const float *x, uint8_t *y, int64_t nb, size_t bytes, int with_sum) {
+    const size_t off = with_sum ? 4 : 2;
+    for (int64_t i = 0; i < nb; i++, x += 32, y += bytes) {
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++) { const float a = fabsf(x[j]); amax = amax > a ? amax : a; }
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        wrh(y, d);
+        int sum = 0;
+        for (int j = 0; j < 32; j++) {
+            const int q = quant_nearest_int(x[j] * id);
+            y[off + j] = (uint8_t)(int8_t)q;
+            sum += q;
+        }
+        if (with_sum) wrh(y + 2, d * (float)sum);
+    }
+}
+
 void quant_act_q8_0(const float *x, void *y, int64_t n) { act_q8_x86(x, y, n / 32, 34, 0); }
+void quant_act_q8_0_arm(const float *x, void *y, int64_t n) { act_q8_arm(x, y, n / 32, 34, 0); }
+void quant_act_q8_1_arm(const float *x, void *y, int64_t n) { act_q8_arm(x, y, n / 32, 36, 1); }
 void quant_act_q8_0_ref(const float *x, void *y, int64_t n) { act_q8_ref(x, y, n / 32, 34, 0); }
 void quant_act_q8_1(const float *x, void *y, int64_t n) { act_q8_x86(x, y, n / 32, 36, 1); }
 void quant_act_q8_1_ref(const float *x, void *y, int64_t n) { act_q8_ref(x, y, n / 32, 36, 1); }
@@ -888,6 +910,57 @@ void quant_act_q8_K(const float *x, void *vy, int64_t n) {
         const float d = 1 / iscale;
         memcpy(y, &d, 4);
     }
+}
+
+/* ==== fp16 arithmetic (llama.cpp's arm64 F16 kernels: vfmaq_f16 / vaddq_f16) ==== */
+
+/* a + b = s + e exactly (TwoSum; this file is built without FP contraction) */
+static inline void two_sum(float a, float b, float *s, float *e) {
+    const float t = a + b, bb = t - a;
+    *s = t;
+    *e = (a - (t - bb)) + (b - bb);
+}
+
+/* the exact value s + e (0 < |e| <= ulp(s) / 2) rounded once to f16, half to even: as s,
+ * unless s is itself a boundary (halfway between two f16 values): then as the float next to s
+ * on e's side, which is none (boundaries are 2^12 floats apart) and lies on the same side */
+static uint16_t f16_round2(float s, float e) {
+    const uint16_t h = g4_f32_to_f16(s);
+    if (e == 0.0f || !isfinite(s)) return h;
+    const float a = fabsf(s), hf = g4_f16_to_f32((uint16_t)(h & 0x7fffu));
+    const uint16_t m = (uint16_t)(h & 0x7fffu);
+    int tie;
+    if (m == 0x7c00u) tie = a == 65520.0f; /* halfway between 65504 and the first step past it */
+    else if (hf == a) tie = 0;
+    else tie = fabsf(a - hf) == fabsf(g4_f16_to_f32((uint16_t)(a > hf ? m + 1 : m - 1)) - a);
+    return tie ? g4_f32_to_f16(nextafterf(s, e > 0.0f ? INFINITY : -INFINITY)) : h;
+}
+
+static uint16_t h_fma(uint16_t a, uint16_t b, uint16_t c) { /* c + a*b; the product is exact in f32 */
+    float s, e;
+    two_sum(g4_f16_to_f32(a) * g4_f16_to_f32(b), g4_f16_to_f32(c), &s, &e);
+    return f16_round2(s, e);
+}
+
+static uint16_t h_add(uint16_t a, uint16_t b) {
+    float s, e;
+    two_sum(g4_f16_to_f32(a), g4_f16_to_f32(b), &s, &e);
+    return f16_round2(s, e);
+}
+
+float quant_dot_f16_fp16(const void *vw, const void *vx, int64_t n, int tb) {
+    const uint8_t *w = vw, *x = vx;
+    const int lanes = tb ? 8 : 32;
+    uint16_t acc[32] = { 0 }, r[8];
+    const int64_t np = n - n % lanes;
+    for (int64_t i = 0; i < np; i++)
+        acc[i % lanes] = h_fma(quant_rd16(w + 2 * i), quant_rd16(x + 2 * i), acc[i % lanes]);
+    for (int l = 0; l < 8; l++) r[l] = tb ? acc[l] : h_add(h_add(acc[l], acc[16 + l]), h_add(acc[8 + l], acc[24 + l]));
+    float q[4];
+    for (int l = 0; l < 4; l++) q[l] = g4_f16_to_f32(r[l]) + g4_f16_to_f32(r[l + 4]);
+    double s = (double)((q[0] + q[1]) + (q[2] + q[3]));
+    for (int64_t i = np; i < n; i++) s += (double)(quant_rdh(w + 2 * i) * quant_rdh(x + 2 * i));
+    return (float)s;
 }
 
 /* ==== Dot products (quant-formats.md §5.4) ==== */

@@ -9,7 +9,8 @@
  *                ggml's quantize_row_*_ref; Q2_K/Q3_K/IQ4_NL/IQ4_XS use own error-minimising
  *                encoders (any valid encoding is readable)
  *   activations: Q8_0/Q8_1 with the x86 SIMD convention (id = 127/amax, round half even),
- *                Q8_0 also with the scalar-reference convention (id = 1/d, roundf),
+ *                with the arm64 one (id = 1/d, round half even) and with the scalar-reference
+ *                convention (id = 1/d, roundf),
  *                Q8_K as quantize_row_q8_K_ref, F16/BF16 round-to-nearest-even
  *   vec_dot    : every (weight, activation) pair of quant-formats.md §5.1, integer-exact
  *                inner sums, f32 block scaling and accumulation (F16/BF16/F32: double)
@@ -45,12 +46,21 @@ void quant_act_bf16(const float *x, void *y, int64_t n);    /* RNE, NaN quieted 
 void quant_act_q8_0(const float *x, void *y, int64_t n);    /* x86 SIMD convention */
 void quant_act_q8_0_ref(const float *x, void *y, int64_t n); /* quantize_row_q8_0_ref */
 void quant_act_q8_1(const float *x, void *y, int64_t n);    /* x86 SIMD convention */
+void quant_act_q8_0_arm(const float *x, void *y, int64_t n); /* arm64 NEON convention */
+void quant_act_q8_1_arm(const float *x, void *y, int64_t n); /* arm64 NEON convention */
 void quant_act_q8_1_ref(const float *x, void *y, int64_t n); /* quantize_row_q8_1_ref */
 void quant_act_q8_K(const float *x, void *y, int64_t n);    /* quantize_row_q8_K_ref */
 
 /* Dot product of one weight row (wtype, n elements) with one activation row already in
  * quant_traits(wtype)->dot_type. 0 for an unsupported type. */
 float quant_vec_dot(uint32_t wtype, const void *w, const void *xq, int64_t n);
+
+/* F16 x F16 accumulated in fp16 lanes, every step rounded once to f16 (llama.cpp's arm64
+ * fp16 build, vec.cpp ggml_vec_dot_f16 and sgemm.cpp tinyBLAS<8, float16x8_t>): tb = 0: 32
+ * lanes (4 x 8) over n - n % 32 elements, reduced (l0 + l2) + (l1 + l3) per lane in fp16;
+ * tb = 1: 8 lanes over n - n % 8. Then the 8 lanes widened, (r0+r4, .. r3+r7) summed as
+ * (q0 + q1) + (q2 + q3) in f32, the tail as f32 products added to a double. */
+float quant_dot_f16_fp16(const void *w, const void *x, int64_t n, int tb);
 
 /* Round half to even for |v| < 2^22 (ggml's nearest_int). */
 static inline int quant_nearest_int(float v) {
