@@ -108,8 +108,9 @@ $(B)/libg4.so: $(B)/libg4.so.$(VERSION)
 $(B)/g4: $(CLI_OBJ) $(SRV_OBJ) $(B)/libg4.a
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(STATIC) -o $@ $(CLI_OBJ) $(SRV_OBJ) $(B)/libg4.a $(LIBS)
 
-# tests link the objects directly, so they reach internal (hidden) functions
-$(B)/g4-test: $(TEST_OBJ) $(LIB_OBJ) $(SRV_OBJ)
+# tests link the objects directly, so they reach internal (hidden) functions; the server's
+# objects need the CLI's shared flag parsers (cli/spec.c, cli/util.c)
+$(B)/g4-test: $(TEST_OBJ) $(LIB_OBJ) $(SRV_OBJ) $(B)/obj/cli/spec.o $(B)/obj/cli/util.o
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(STATIC) -o $@ $^ $(LIBS)
 $(TEST_OBJ): EXTRA = -Iserver
 

@@ -247,6 +247,17 @@ G4_API void      g4_batch_free(g4_batch *b); /* NULL-safe */
  * Sessions are used by this call only: not concurrently elsewhere. */
 G4_API g4_status   g4_batch_eval(g4_batch *b, g4_session *const *s, const int32_t *const *tok,
                                  const size_t *n_tok, size_t n);
+/* g4_batch_eval with flags per session: flags NULL (all 0) or [n], each 0 or G4_EVAL_* of
+ * g4_session_eval_ex (an unknown bit, or G4_EVAL_ALL_LOGITS with more tokens than the
+ * session's n_logits, is G4_ERR_ARG naming the session). A G4_EVAL_DECODE_ORDER session is
+ * not part of llama.cpp's batch: its tokens get exactly the bits of its own
+ * g4_session_eval_ex with the same flags (each token in a one-token eval's float order)
+ * while sharing the pass over the weights; the other sessions are the llama_batch, as in
+ * g4_batch_eval. This is how a server verifies every slot's drafted tokens in one pass
+ * (g4_spec_draft, g4_batch_eval_ex with G4_EVAL_ALL_LOGITS | G4_EVAL_DECODE_ORDER, then
+ * g4_spec_accept per slot) while other slots read their prompts. */
+G4_API g4_status   g4_batch_eval_ex(g4_batch *b, g4_session *const *s, const int32_t *const *tok,
+                                    const size_t *n_tok, const unsigned *flags, size_t n);
 G4_API const char *g4_batch_errmsg(const g4_batch *b); /* last error, "" if none */
 /* Bytes of the batch's scratch (rows of n_ubatch tokens and n_out logits rows). */
 G4_API size_t      g4_batch_memory(const g4_batch *b);
@@ -385,7 +396,9 @@ typedef struct g4_spec g4_spec;
 G4_API void      g4_spec_session_opts(const g4_spec_opts *o, g4_session_opts *so);
 /* Binds a speculative decoder to s (s must outlive it and is driven only through it while
  * generating). Refuses a session that cannot verify n_max + 1 tokens at once, an assistant
- * of another model, a missing drafter. *out = NULL on failure. */
+ * of another model, a missing drafter. A batch_only session works with g4_spec_draft and
+ * g4_spec_accept around the caller's g4_batch_eval_ex (g4_spec_step, which evaluates by
+ * itself, then fails with G4_ERR_ARG). *out = NULL on failure. */
 G4_API g4_status g4_spec_create(g4_spec **out, g4_session *s, const g4_spec_opts *o,
                                 char *err, size_t errlen);
 G4_API void      g4_spec_free(g4_spec *sp); /* NULL-safe */

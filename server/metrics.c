@@ -37,6 +37,8 @@ void metrics_text(srv *sv, buf *b) {
     metric(b, "steps_aborted_total", "counter", "Steps stopped between forward chunks because a client went away.", (double)st.aborted_steps);
     metric(b, "checkpoints_saved_total", "counter", "Context checkpoints written after long prompts.", (double)st.ckpt_saves);
     metric(b, "checkpoints_used_total", "counter", "Prompts that started from a context checkpoint.", (double)st.ckpt_loads);
+    metric(b, "draft_tokens_total", "counter", "Speculative decoding: drafted tokens verified.", (double)st.draft_tokens);
+    metric(b, "draft_tokens_accepted_total", "counter", "Speculative decoding: drafted tokens accepted.", (double)st.draft_accepted);
     metric(b, "steps_total", "counter", "Batched evaluation steps.", (double)st.steps);
     metric(b, "queue_depth", "gauge", "Requests waiting for a slot.", (double)st.queued);
     metric(b, "slots_busy", "gauge", "Slots generating.", (double)st.busy);

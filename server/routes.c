@@ -265,10 +265,13 @@ static void put_timings(gen_ctx *g, buf *b) {
     double pt = j->t_first > j->t_start ? j->t_first - j->t_start : 0, dt = j->t_end > j->t_first ? j->t_end - j->t_first : 0;
     size_t np = j->n_prompt - (size_t)j->n_cached;
     buf_printf(b, ",\"timings\":{\"prompt_n\":%zu,\"prompt_ms\":%.3f,\"prompt_per_second\":%.3f,\"predicted_n\":%d,"
-                  "\"predicted_ms\":%.3f,\"predicted_per_second\":%.3f,\"cache_n\":%d,\"queue_ms\":%.3f}",
+                  "\"predicted_ms\":%.3f,\"predicted_per_second\":%.3f,\"cache_n\":%d,\"queue_ms\":%.3f",
                np, pt * 1e3, pt > 0 ? (double)np / pt : 0.0, (int)j->n_gen, dt * 1e3,
                dt > 0 && j->n_gen > 1 ? (double)(j->n_gen - 1) / dt : 0.0, (int)j->n_cached,
                (j->t_start > j->t_submit ? j->t_start - j->t_submit : 0) * 1e3);
+    if (g->c->sv->spec) /* llama-server's names (it leaves them out when nothing was drafted) */
+        buf_printf(b, ",\"draft_n\":%d,\"draft_n_accepted\":%d", (int)j->n_drafted, (int)j->n_accepted);
+    buf_puts(b, "}");
 }
 
 /* one streamed chunk: the deltas of the reply since the last one */

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../cli/cli.h" /* the speculative-decoding flags g4 run takes (cli/spec.c, g4.h only) */
 #include "ckpt.h"
 #include "srv.h"
 
@@ -51,7 +52,9 @@ static void usage(FILE *out) {
             "                         directory under $TMPDIR, so a resent conversation reuses it after a long\n"
             "                         answer; 0: never\n"
             "  -v, --verbose          one line per request on stderr\n"
-            "  -h, --help             this text\n");
+            "  -h, --help             this text\n"
+            "speculative decoding (every decoding slot drafts; one batched pass verifies every draft):\n%s",
+            cli_spec_usage());
 }
 
 /* ==== Signals: a self-pipe the accept loop polls ==== */
@@ -230,8 +233,13 @@ int cmd_serve(int argc, char **argv) {
     long port = 8080, np = 1, ctx = 0, threads = 0, queue = 16, max_body = 8 << 20, max_conns = 64, timeout = 10, grace = 5, ubatch = 128,
          ckpts = 1;
     int verbose = 0;
+    cli_spec cs;
+    memset(&cs, 0, sizeof cs);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const int sr = cli_spec_arg(&cs, "serve", argc, argv, &i);
+        if (sr < 0) return 2;
+        if (sr > 0) continue;
 #define NEED() do { if (!v) { fprintf(stderr, "g4 serve: %s needs a value\n", a); return 2; } i++; } while (0)
 #define NUM(var, lo, hi) do { NEED(); if (!cli_long(a, v, lo, hi, &var)) return 2; } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
@@ -257,6 +265,7 @@ int cmd_serve(int argc, char **argv) {
 #undef NEED
     }
     if (!model) { fprintf(stderr, "g4 serve: -m MODEL is required\n(g4 serve --help for usage)\n"); return 2; }
+    if (!cli_spec_valid(&cs, "serve")) return 2;
 
     srv *sv = calloc(1, sizeof *sv);
     if (!sv) { fprintf(stderr, "g4 serve: out of memory\n"); return 1; }
@@ -280,12 +289,22 @@ int cmd_serve(int argc, char **argv) {
     memset(&mo, 0, sizeof mo);
     mo.n_threads = (int)threads;
     if (g4_model_open(&sv->m, model, &mo, err, sizeof err) != G4_OK) { fprintf(stderr, "g4 serve: %s\n", err); free(sv); return 1; }
+    g4_spec_opts spo;
+    g4_assistant *asst = NULL;
+    if (!cli_spec_setup(&cs, sv->m, "serve", 0, &spo, &asst)) { g4_model_close(sv->m); free(sv); return 1; }
     int32_t per = ctx ? (int32_t)(ctx / np) : 4096;
     if (per > g4_model_n_ctx_train(sv->m)) per = g4_model_n_ctx_train(sv->m);
-    if (per < 16) { fprintf(stderr, "g4 serve: -c %ld gives %d tokens per slot (at least 16 needed)\n", ctx, (int)per); g4_model_close(sv->m); free(sv); return 2; }
+    if (per < 16) {
+        fprintf(stderr, "g4 serve: -c %ld gives %d tokens per slot (at least 16 needed)\n", ctx, (int)per);
+        g4_assistant_close(asst);
+        g4_model_close(sv->m);
+        free(sv);
+        return 2;
+    }
     char ckdir[600] = "";
     if (ckpts && ckpt_dir_create(ckdir, sizeof ckdir, err, sizeof err) < 0) {
         fprintf(stderr, "g4 serve: %s (--ctx-checkpoints 0 turns checkpoints off)\n", err);
+        g4_assistant_close(asst);
         g4_model_close(sv->m);
         free(sv);
         return 1;
@@ -297,9 +316,12 @@ int cmd_serve(int argc, char **argv) {
     so.max_queue = (int)queue;
     so.n_ubatch = (int32_t)ubatch;
     so.ckpt_dir = ckdir;
+    so.spec = spo.type != G4_SPEC_NONE ? &spo : NULL;
+    sv->spec = so.spec != NULL;
     if (sched_create(&sv->sc, sv->m, &so, err, sizeof err) != 0) {
         fprintf(stderr, "g4 serve: %s\n", err);
         ckpt_dir_remove(ckdir);
+        g4_assistant_close(asst);
         g4_model_close(sv->m);
         free(sv);
         return 1;
@@ -312,6 +334,7 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "g4 serve: %s\n", desc);
         sched_free(sv->sc);
         ckpt_dir_remove(ckdir);
+        g4_assistant_close(asst);
         g4_model_close(sv->m);
         free(sv);
         return 1;
@@ -328,9 +351,10 @@ int cmd_serve(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    fprintf(stderr, "g4 serve: %s, %d slot%s of %d tokens, %d threads, kernels %s%s\n", sv->model_name, sv->n_slots,
+    fprintf(stderr, "g4 serve: %s, %d slot%s of %d tokens, %d threads, kernels %s%s%s%s\n", sv->model_name, sv->n_slots,
             sv->n_slots > 1 ? "s" : "", (int)sv->n_ctx_slot, g4_model_n_threads(sv->m), g4_model_kernels(sv->m),
-            sv->api_key_len ? ", API key required" : "");
+            sv->api_key_len ? ", API key required" : "", sv->spec ? ", speculative " : "",
+            sv->spec ? g4_spec_type_name(spo.type) : "");
     fprintf(stderr, "g4 serve: listening on %s\n", desc);
 
     pthread_attr_t attr;
@@ -384,6 +408,7 @@ out:
     if (left == 0) {
         sched_free(sv->sc); /* removes the checkpoint files */
         ckpt_dir_remove(ckdir);
+        g4_assistant_close(asst);
         g4_model_close(sv->m);
         free(sv);
     } else { /* a connection thread still holds the server: leave it to the process exit */

@@ -15,6 +15,16 @@
  * the slot's context checkpoint (ckpt.h), saved when a long prompt was evaluated, is loaded
  * and cut back instead, so a resent conversation costs only what follows the shared prefix.
  *
+ * Speculative decoding (sched_opts.spec): a decoding slot drafts after its last sampled token
+ * (g4_spec_draft: n-gram lookup in its own ids, or the assistant over its cache) and the
+ * step's one g4_batch_eval_ex verifies that token and the draft together with every token's
+ * logits in a one-token eval's float order, while prompt-phase slots keep their batch order;
+ * g4_spec_accept then takes the accepted prefix and the token after it (the library's
+ * rejection rule for sampled jobs), rolls the session back past the first rejection, and
+ * the tokens are emitted one by one as plain decoding would. The draft is cut to the job's
+ * remaining tokens and the context; tokens verified past a stop stay in the cache (the ids
+ * record them, so prefix reuse stays exact).
+ *
  * Cancellation: the connection sets job->cancel; the scheduler sees it before the next step
  * and frees the slot, and during a step every session's abort callback (polled by the library
  * before each forward chunk) stops the batched eval: the library rolls every session of the
@@ -44,6 +54,10 @@ typedef struct slot {
     int         phase;
     uint64_t    used;      /* step of the last use, for choosing among equal prefixes */
     ckpt        ck;        /* the last long prompt's state */
+    g4_spec    *sp;        /* speculative decoder of the session, NULL = none */
+    int32_t    *vt;        /* [n_max + 1] this step's tokens: pending, then the draft */
+    int32_t    *acc;       /* [n_max + 1] what g4_spec_accept returned */
+    float      *lrow;      /* [n_vocab] a logprobs job's logits row (accept forgets the session's) */
 } slot;
 
 struct sched {
@@ -51,6 +65,7 @@ struct sched {
     g4_batch  *b;
     sched_opts o;
     int32_t    n_vocab;
+    int32_t    n_max;      /* most drafted tokens per step (speculative decoding), 0 = none */
     slot      *slots;      /* [n_slots] */
     pthread_t  th;
     int        th_started;
@@ -70,6 +85,7 @@ struct sched {
     const int32_t **bt;
     size_t    *bn;
     int       *bi;         /* slot index per batch entry */
+    unsigned  *bf;         /* G4_EVAL_* flags per batch entry */
     int32_t   *bpast;      /* n_past before the step */
 };
 
@@ -252,13 +268,10 @@ static void logprobs(sched *s, job *j, const float *lg, int32_t tok, tok_ev *e) 
     for (int q = 0; q < e->n_top; q++) e->top_lp[q] = (float)((double)e->top_lp[q] - lse);
 }
 
-/* after the slot's input reached its end: one generated token (returns 1 when one was) */
-static int generate(sched *s, slot *sl) {
+/* tok was generated (sampled from lg, which log probabilities read) when the slot's cache
+ * held n_in tokens: emit it and decide what follows. Returns 1 (a token was generated). */
+static int emit(sched *s, slot *sl, int32_t tok, const float *lg, int32_t n_in) {
     job *j = sl->j;
-    const float *lg = g4_session_logits(sl->s);
-    if (j->n_predict >= 0 && j->n_gen >= j->n_predict) { finish(s, sl, j, FIN_LENGTH, NULL); return 0; }
-    int32_t tok = g4_sampler_sample(j->smp, lg);
-    g4_sampler_accept(j->smp, tok);
     if (tok < 0 || tok >= s->n_vocab) { finish(s, sl, j, FIN_ERROR, "sampled an id outside the vocabulary"); return 0; }
     tok_ev e;
     memset(&e, 0, sizeof e);
@@ -282,10 +295,58 @@ static int generate(sched *s, slot *sl) {
         return 1;
     }
     if (j->n_predict >= 0 && j->n_gen >= j->n_predict) { finish(s, sl, j, FIN_LENGTH, NULL); return 1; }
-    if (sl->n_toks >= s->o.n_ctx) { finish(s, sl, j, FIN_LENGTH, NULL); return 1; } /* context full */
+    if (n_in >= s->o.n_ctx) { finish(s, sl, j, FIN_LENGTH, NULL); return 1; } /* context full */
     sl->pending = tok;
     sl->phase = PH_DECODE;
     return 1;
+}
+
+/* after the slot's input reached its end: one generated token (returns 1 when one was) */
+static int generate(sched *s, slot *sl) {
+    job *j = sl->j;
+    const float *lg = g4_session_logits(sl->s);
+    if (j->n_predict >= 0 && j->n_gen >= j->n_predict) { finish(s, sl, j, FIN_LENGTH, NULL); return 0; }
+    int32_t tok = g4_sampler_sample(j->smp, lg);
+    g4_sampler_accept(j->smp, tok);
+    return emit(s, sl, tok, lg, sl->n_toks);
+}
+
+/* The slot's last token and draft (vt[0 .. n)) were verified: accept, emit. Returns the
+ * tokens generated. */
+static int spec_after(sched *s, slot *sl, size_t n) {
+    job *j = sl->j;
+    const int32_t n0 = sl->n_toks;
+    if (j->top_logprobs >= 0) memcpy(sl->lrow, g4_session_logits_ith(sl->s, 0), (size_t)s->n_vocab * sizeof(float));
+    g4_spec_stats a, b;
+    g4_spec_get_stats(sl->sp, &a);
+    size_t na = 0;
+    if (g4_spec_accept(sl->sp, j->smp, sl->vt[0], sl->vt + 1, n - 1, sl->acc, (size_t)s->n_max + 1, &na) != G4_OK) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "speculative decoding: %s", g4_spec_errmsg(sl->sp));
+        g4_session_reset(sl->s);
+        sl->n_toks = 0;
+        finish(s, sl, j, FIN_ERROR, msg);
+        return 0;
+    }
+    g4_spec_get_stats(sl->sp, &b);
+    /* the cache holds the last token and the accepted drafts: vt[0 .. na) */
+    memcpy(sl->toks + n0, sl->vt, na * sizeof(int32_t));
+    sl->n_toks = n0 + (int32_t)na;
+    const uint64_t dd = b.n_drafted - a.n_drafted, da = b.n_accepted - a.n_accepted;
+    pthread_mutex_lock(&s->mu); /* before the job can end: whoever it wakes sees them */
+    s->st.draft_tokens += dd;
+    s->st.draft_accepted += da;
+    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_lock(&j->mu);
+    j->n_drafted += (int32_t)dd;
+    j->n_accepted += (int32_t)da;
+    pthread_mutex_unlock(&j->mu);
+    int got = 0;
+    for (size_t i = 0; i < na && sl->j == j; i++) {
+        if (j->n_predict >= 0 && j->n_gen >= j->n_predict) { finish(s, sl, j, FIN_LENGTH, NULL); break; }
+        got += emit(s, sl, sl->acc[i], j->top_logprobs >= 0 ? sl->lrow : NULL, n0 + (int32_t)i + 1);
+    }
+    return got;
 }
 
 /* ==== The loop ==== */
@@ -338,6 +399,19 @@ static void step(sched *s) {
             k = j->n_prompt - sl->p_done;
             if (k > (size_t)s->o.n_ubatch) k = (size_t)s->o.n_ubatch;
             t = j->prompt + sl->p_done;
+        } else if (sl->sp) {
+            /* draft after the pending token: at most n_max, the job's remaining tokens less
+             * the one sampled after the draft, and the context's room less the pending one */
+            size_t d = 0, dmax = (size_t)s->n_max;
+            const int64_t left = j->n_predict >= 0 ? (int64_t)j->n_predict - j->n_gen - 1 : INT64_MAX;
+            const int64_t room = (int64_t)s->o.n_ctx - sl->n_toks - 1;
+            if (left < (int64_t)dmax) dmax = left > 0 ? (size_t)left : 0;
+            if (room < (int64_t)dmax) dmax = room > 0 ? (size_t)room : 0;
+            if (j->top_logprobs >= 0) dmax = 0; /* their logits row is kept for one token only */
+            sl->vt[0] = sl->pending;
+            if (dmax && g4_spec_draft(sl->sp, sl->pending, sl->vt + 1, dmax, &d) != G4_OK) d = 0;
+            k = 1 + d;
+            t = sl->vt;
         } else {
             k = 1;
             t = &sl->pending;
@@ -346,13 +420,14 @@ static void step(sched *s) {
         s->bs[n] = sl->s;
         s->bt[n] = t;
         s->bn[n] = k;
+        s->bf[n] = sl->sp && sl->phase == PH_DECODE ? G4_EVAL_ALL_LOGITS | G4_EVAL_DECODE_ORDER : 0;
         s->bi[n] = i;
         s->bpast[n] = g4_session_n_past(sl->s);
         n++;
     }
     if (!n) return;
     double t0 = sched_now();
-    g4_status st = g4_batch_eval(s->b, s->bs, s->bt, s->bn, n);
+    g4_status st = g4_batch_eval_ex(s->b, s->bs, s->bt, s->bn, s->n_max ? s->bf : NULL, n);
     double dt = sched_now() - t0;
     if (st == G4_ERR_ABORTED) {
         /* a job was cancelled (or the server stops) between chunks: every session is back where
@@ -392,6 +467,11 @@ static void step(sched *s) {
             }
             continue;
         }
+        if (s->bf[e] & G4_EVAL_DECODE_ORDER) { /* a verified draft */
+            sl->used = s->st.steps;
+            n_gen += (uint64_t)spec_after(s, sl, s->bn[e]);
+            continue;
+        }
         memcpy(sl->toks + sl->n_toks, s->bt[e], s->bn[e] * sizeof(int32_t));
         sl->n_toks += (int32_t)s->bn[e];
         sl->used = s->st.steps;
@@ -405,6 +485,12 @@ static void step(sched *s) {
                 ckpt_save(&sl->ck, sl->s, sl->toks) == 0)
                 saves++;
             if (sl->j->n_predict == 0) { finish(s, sl, sl->j, FIN_LENGTH, NULL); continue; }
+            if (sl->sp && g4_spec_begin(sl->sp, sl->toks, (size_t)sl->n_toks) != G4_OK) {
+                char msg[300];
+                snprintf(msg, sizeof msg, "speculative decoding: %s", g4_spec_errmsg(sl->sp));
+                finish(s, sl, sl->j, FIN_ERROR, msg);
+                continue;
+            }
         }
         n_gen += (uint64_t)generate(s, sl);
     }
@@ -489,20 +575,34 @@ int sched_create(sched **out, g4_model *m, const sched_opts *o, char *err, size_
     s->bt = calloc((size_t)n, sizeof *s->bt);
     s->bn = calloc((size_t)n, sizeof *s->bn);
     s->bi = calloc((size_t)n, sizeof *s->bi);
+    s->bf = calloc((size_t)n, sizeof *s->bf);
     s->bpast = calloc((size_t)n, sizeof *s->bpast);
-    if (!s->slots || !s->bs || !s->bt || !s->bn || !s->bi || !s->bpast) { snprintf(err, errlen, "out of memory"); sched_free(s); return -1; }
+    if (!s->slots || !s->bs || !s->bt || !s->bn || !s->bi || !s->bf || !s->bpast) { snprintf(err, errlen, "out of memory"); sched_free(s); return -1; }
     s->st.slots = n;
+    g4_session_opts so;
+    memset(&so, 0, sizeof so);
+    so.n_ctx = o->n_ctx;
+    so.n_ubatch = s->o.n_ubatch;
+    so.batch_only = 1; /* evaluated through the batch only: no scratch of its own */
+    if (o->spec) { /* logits rows, n_ubatch and hidden states for verifying n_max + 1 tokens */
+        g4_spec_session_opts(o->spec, &so);
+        s->n_max = so.n_logits - 1;
+    }
     g4_batch_opts bo = {0};
     bo.n_ubatch = o->n_ubatch; /* rows of one forward chunk over all slots */
     bo.n_out = n;              /* every slot may finish a prompt or decode in one chunk */
+    if (s->n_max > 0) bo.n_out = n * (s->n_max + 1) < 65536 ? n * (s->n_max + 1) : 65536; /* the batch caps it at n_ubatch */
     if (g4_batch_create(&s->b, m, &bo, err, errlen) != G4_OK) { sched_free(s); return -1; }
     for (int i = 0; i < n; i++) {
-        g4_session_opts so;
-        memset(&so, 0, sizeof so);
-        so.n_ctx = o->n_ctx;
-        so.n_ubatch = s->o.n_ubatch;
-        so.batch_only = 1; /* evaluated through the batch only: no scratch of its own */
         if (g4_session_create(&s->slots[i].s, m, &so, err, errlen) != G4_OK) { sched_free(s); return -1; }
+        if (s->n_max > 0) {
+            slot *sl = &s->slots[i];
+            if (g4_spec_create(&sl->sp, sl->s, o->spec, err, errlen) != G4_OK) { sched_free(s); return -1; }
+            sl->vt = malloc((size_t)(s->n_max + 1) * sizeof *sl->vt);
+            sl->acc = malloc((size_t)(s->n_max + 1) * sizeof *sl->acc);
+            sl->lrow = malloc((size_t)s->n_vocab * sizeof *sl->lrow);
+            if (!sl->vt || !sl->acc || !sl->lrow) { snprintf(err, errlen, "out of memory"); sched_free(s); return -1; }
+        }
         s->slots[i].owner = s;
         s->slots[i].toks = malloc((size_t)o->n_ctx * sizeof(int32_t));
         if (!s->slots[i].toks || ckpt_init(&s->slots[i].ck, o->ckpt_dir, i, o->n_ctx) < 0) {
@@ -540,6 +640,10 @@ void sched_free(sched *s) {
     }
     if (s->slots)
         for (int i = 0; i < s->o.n_slots; i++) {
+            g4_spec_free(s->slots[i].sp);
+            free(s->slots[i].vt);
+            free(s->slots[i].acc);
+            free(s->slots[i].lrow);
             g4_session_free(s->slots[i].s);
             free(s->slots[i].toks);
             ckpt_free(&s->slots[i].ck);
@@ -550,6 +654,7 @@ void sched_free(sched *s) {
     free(s->bt);
     free(s->bn);
     free(s->bi);
+    free(s->bf);
     free(s->bpast);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);

@@ -52,6 +52,8 @@ typedef struct job {
     char        errmsg[256];
     int32_t     n_cached;    /* prompt tokens reused from a slot's cache */
     int32_t     n_gen;
+    int32_t     n_drafted;   /* speculative decoding: drafted tokens verified, and accepted */
+    int32_t     n_accepted;
     double      t_submit, t_start, t_first, t_end; /* monotonic seconds */
     int         slot;        /* slot index while running, -1 otherwise */
     /* ---- shared ---- */
@@ -70,6 +72,12 @@ typedef struct sched_opts {
     int     max_queue;  /* jobs waiting beyond the slots */
     int32_t n_ubatch;   /* prompt chunk per slot and step */
     const char *ckpt_dir; /* context checkpoints (ckpt.h) in this directory; NULL = none */
+    /* speculative decoding, NULL = none: every decoding slot drafts (g4_spec_draft), one
+     * g4_batch_eval_ex verifies every slot's last token and draft (G4_EVAL_ALL_LOGITS |
+     * G4_EVAL_DECODE_ORDER) next to the prompt chunks, g4_spec_accept per slot. Greedy
+     * answers are then exactly those of plain decoding alone (one-token evals' bits); jobs
+     * asking for log probabilities draft nothing. The assistant must outlive the scheduler. */
+    const g4_spec_opts *spec;
     int32_t ckpt_min;   /* checkpoint prompts of at least this many ids (0 = 2 x n_ubatch) */
     /* a test device (tests/test_sched.c), NULL in the server: called each time the library
      * polls a slot's abort callback, that is before each forward chunk of a step */
@@ -81,6 +89,7 @@ typedef struct sched_stats { /* for /metrics and /health */
     uint64_t prompt_tokens, cached_tokens, gen_tokens, requests_done, steps;
     uint64_t aborted_steps;            /* steps stopped between chunks for a cancelled job */
     uint64_t ckpt_saves, ckpt_loads;   /* context checkpoints written, and used for a prompt */
+    uint64_t draft_tokens, draft_accepted; /* speculative decoding: drafted tokens verified, accepted */
     double   prompt_s, decode_s;
     int      queued, busy, slots;
     rates_sum recent;                  /* the last minute (rates.h) */

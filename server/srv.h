@@ -21,6 +21,7 @@ typedef struct srv {
     size_t      max_body;
     int         timeout_s;      /* slow clients: head, body, and a response nobody reads */
     int         n_slots;
+    int         spec;           /* speculative decoding on: timings carry draft_n, draft_n_accepted */
     int32_t     n_ctx_slot;
     int64_t     created;        /* unix time of start, for /v1/models */
     atomic_int  stopping;

@@ -63,7 +63,8 @@ void g4_batch_free(g4_batch *b) {
     g4_free(&al, b, sizeof *b);
 }
 
-g4_status g4_batch_eval(g4_batch *b, g4_session *const *s, const int32_t *const *tok, const size_t *n_tok, size_t n) {
+g4_status g4_batch_eval_ex(g4_batch *b, g4_session *const *s, const int32_t *const *tok, const size_t *n_tok,
+                           const unsigned *flags, size_t n) {
     if (!b) return G4_ERR_ARG;
     b->err[0] = '\0';
     if (!s || !tok || !n_tok || n == 0)
@@ -77,12 +78,19 @@ g4_status g4_batch_eval(g4_batch *b, g4_session *const *s, const int32_t *const 
         for (size_t j = 0; j < i; j++)
             if (s[j] == s[i])
                 return g4_errf(G4_ERR_ARG, b->err, sizeof b->err, "batch: session %zu is also session %zu", i, j);
+        const unsigned f = flags ? flags[i] : 0;
+        if (f & ~(unsigned)(G4_EVAL_ALL_LOGITS | G4_EVAL_DECODE_ORDER))
+            return g4_errf(G4_ERR_ARG, b->err, sizeof b->err, "batch: session %zu: unknown flags 0x%x", i, f);
         char who[40];
         snprintf(who, sizeof who, "batch: session %zu", i);
-        g4_status st = session_check(s[i], tok[i], n_tok[i], 0, b->err, sizeof b->err, who);
+        g4_status st = session_check(s[i], tok[i], n_tok[i], f, b->err, sizeof b->err, who);
         if (st != G4_OK) return st;
     }
-    return eval_sessions(&b->work, s, tok, n_tok, n, 0, b->err, sizeof b->err);
+    return eval_sessions(&b->work, s, tok, n_tok, n, flags, b->err, sizeof b->err);
+}
+
+g4_status g4_batch_eval(g4_batch *b, g4_session *const *s, const int32_t *const *tok, const size_t *n_tok, size_t n) {
+    return g4_batch_eval_ex(b, s, tok, n_tok, NULL, n);
 }
 
 const char *g4_batch_errmsg(const g4_batch *b) { return b ? b->err : "batch is NULL"; }

@@ -88,7 +88,8 @@ typedef struct mm_ctx {
     size_t ldy;
     int64_t row0;
     int n_tok;
-    const int32_t *cols;   /* [n_tok] column of each token in llama.cpp's op over N columns */
+    const int32_t *cols;   /* [n_tok] column of each token in llama.cpp's op over N columns,
+                            * -1 = a one-column op of its own */
     int64_t N;
     unsigned flags;        /* kern_pick flags (KERN_PLAIN) */
     float scale;
@@ -104,6 +105,14 @@ static void mm_quant_task(void *vctx, int64_t i0, int64_t i1, int thread) {
         c->kern->quantize_act[c->dot_type](c->x + t * n_in, c->xq + (size_t)t * c->xq_rb, n_in);
 }
 
+/* the kernel of token t: column cols[t] of an op over N columns; a column of -1 is an op of
+ * its own (a decode-order row: G4_EVAL_DECODE_ORDER) */
+static g4_matmul_fn mm_pick(const mm_ctx *c, int t) {
+    const int64_t col = c->cols[t];
+    return col < 0 ? kern_pick(c->kern, c->w->type, 1, 0, c->w->ne[0], c->w->ne[1], c->flags)
+                   : kern_pick(c->kern, c->w->type, c->N, col, c->w->ne[0], c->w->ne[1], c->flags);
+}
+
 static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     (void)thread;
     mm_ctx *c = vctx;
@@ -111,9 +120,9 @@ static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     const g4_tensor *w = c->w;
     /* runs of tokens with the same kernel (float order): usually one or two */
     for (int t0 = 0; t0 < c->n_tok;) {
-        const g4_matmul_fn fn = kern_pick(c->kern, w->type, c->N, c->cols[t0], w->ne[0], w->ne[1], c->flags);
+        const g4_matmul_fn fn = mm_pick(c, t0);
         int t1 = t0 + 1;
-        while (t1 < c->n_tok && kern_pick(c->kern, w->type, c->N, c->cols[t1], w->ne[0], w->ne[1], c->flags) == fn) t1++;
+        while (t1 < c->n_tok && mm_pick(c, t1) == fn) t1++;
         fn(c->y + (size_t)t0 * c->ldy, c->ldy, w->data, w->row_bytes, c->xq + (size_t)t0 * c->xq_rb, c->xq_rb,
            w->ne[0], r0, r1, t1 - t0);
         t0 = t1;

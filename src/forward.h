@@ -54,7 +54,9 @@ typedef struct g4_kv_slot {
  * Float order: llama.cpp computes each layer op over the columns of one ubatch; a row is
  * column col[t] of such a ubatch of batch_n columns (kern.h kern_pick), its sequence has
  * seq_n[t] tokens there (attention's column count), and an output row is output ocol[t] of
- * n_outputs (the LM head's columns). The chunk's rows need not be all of that ubatch. */
+ * n_outputs (the LM head's columns). The chunk's rows need not be all of that ubatch. A row
+ * with col = ocol = -1 (and seq_n 1) is a ubatch of its own, one token in a one-token op's
+ * float order (G4_EVAL_DECODE_ORDER), whatever the chunk's batch_n and n_outputs. */
 typedef struct g4_work {
     const g4_model *m;
     int      n_threads;
@@ -82,9 +84,9 @@ typedef struct g4_work {
     int32_t *tok;           /* [n_rows] token of each row                                  */
     int32_t *pos;           /* [n_rows] its position                                       */
     struct g4_session **sess; /* [n_rows] its session (KV cache, attention scratch)        */
-    int32_t *col;           /* [n_rows] its column in llama.cpp's ubatch                    */
+    int32_t *col;           /* [n_rows] its column in llama.cpp's ubatch, -1 = alone        */
     int32_t *seq_n;         /* [n_rows] tokens of its session in that ubatch                */
-    int32_t *ocol;          /* [n_rows] output rows: index among the ubatch's outputs       */
+    int32_t *ocol;          /* [n_rows] output rows: index among the ubatch's outputs, -1 = alone */
     float  **odst;          /* [n_rows] output rows: where its logits go (may be a logits row) */
     float  **hdst;          /* [n_rows] output rows: where its post-final-norm hidden state
                              * goes (the LM head's input, n_embd floats), NULL = nowhere      */
@@ -173,9 +175,11 @@ struct g4_session {
  * cache, equal split) for the float order; w's capacities bound the chunks. Polls every
  * session's abort callback before each chunk: then every session is rolled back to where it
  * was (session_rollback) and G4_ERR_ABORTED is returned with a message in err. flags:
- * G4_EVAL_ALL_LOGITS / G4_EVAL_DECODE_ORDER (g4.h), for every session of the call. */
+ * NULL or [n]: G4_EVAL_ALL_LOGITS / G4_EVAL_DECODE_ORDER (g4.h) of each session; the
+ * decode-order sessions are not part of llama.cpp's batch: their rows fill the room the
+ * ubatches' chunks leave, then chunks of their own. */
 G4_INTERNAL g4_status eval_sessions(g4_work *w, g4_session *const *s, const int32_t *const *tok,
-                                    const size_t *n_tok, size_t n, unsigned flags, char *err, size_t errlen);
+                                    const size_t *n_tok, size_t n, const unsigned *flags, char *err, size_t errlen);
 /* The checks of an eval of tok[0..n_tok) on s (session.c); who prefixes the message. */
 G4_INTERNAL g4_status session_check(const g4_session *s, const int32_t *tok, size_t n_tok, unsigned flags,
                                     char *err, size_t errlen, const char *who);

@@ -232,7 +232,7 @@ g4_status g4_session_eval_ex(g4_session *s, const int32_t *tok, size_t n_tok, un
     if (st != G4_OK) return st;
     /* Nothing below can fail but an abort (eval.c: the eval is one llama.cpp ubatch, run in
      * chunks of n_ubatch tokens; only the last one wants logits, every row with logits_all) */
-    return eval_sessions(&s->work, &s, &tok, &n_tok, 1, flags, s->err, sizeof s->err);
+    return eval_sessions(&s->work, &s, &tok, &n_tok, 1, &flags, s->err, sizeof s->err);
 }
 
 g4_status g4_session_eval(g4_session *s, const int32_t *tok, size_t n_tok) { return g4_session_eval_ex(s, tok, n_tok, 0); }

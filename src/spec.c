@@ -114,8 +114,6 @@ g4_status g4_spec_create(g4_spec **out, g4_session *s, const g4_spec_opts *in, c
     g4_status st = check_opts(&o, err, errlen);
     if (st != G4_OK) return st;
     const int32_t need = o.n_max + 1;
-    if (s->work.n_rows == 0)
-        return g4_errf(G4_ERR_ARG, err, errlen, "spec: the session is batch_only (g4_spec evaluates through g4_session_eval_ex)");
     if (s->n_logit_rows < need)
         return g4_errf(G4_ERR_ARG, err, errlen, "spec: the session keeps %d logits rows, verifying n_max %d drafts needs %d "
                        "(session option n_logits; g4_spec_session_opts)", (int)s->n_logit_rows, (int)o.n_max, (int)need);
@@ -268,7 +266,8 @@ g4_status g4_spec_step(g4_spec *sp, g4_sampler *smp, int32_t last, int32_t *out,
     const size_t k = kmax > 0 ? draft(sp, last, kmax) : 0;
     const int32_t *d = sp->batch + 1;
 
-    /* verify: last and the draft in one pass, each in a one-token eval's float order */
+    /* verify: last and the draft in one pass, each in a one-token eval's float order (a
+     * batch_only session fails here: it is verified by its caller, g4_spec_accept) */
     g4_status st = g4_session_eval_ex(s, sp->batch, k + 1, G4_EVAL_ALL_LOGITS | G4_EVAL_DECODE_ORDER);
     if (st != G4_OK) {
         snprintf(sp->err, sizeof sp->err, "spec: %s", g4_session_errmsg(s));

@@ -12,6 +12,8 @@
  *   - truncate and continue equals a fresh evaluation of the same tokens; a deep cut behind a
  *     sliding ring returns 0;
  *   - abort between chunks: nothing appended, the same results after a retry;
+ *   - per-session flags (g4_batch_eval_ex): decode-order sessions verifying drafts next to
+ *     sessions reading prompts give each one's own bits;
  *   - save / load round trips; hostile state files leave the session as it was.
  */
 #include <stdlib.h>
@@ -429,6 +431,100 @@ static void check_eval_flags(const char *name, const g4_testgen_opts *o, const c
     t_model_close(&t);
 }
 
+/* ==== per-session flags in one batch (g4_batch_eval_ex) ==== */
+
+enum { BF_N = 5 };
+
+/* Sessions 0, 2, 3 verify drafts in decode order (ALL | DECODE, DECODE only, ALL | DECODE),
+ * 1 and 4 read prompt chunks (0, ALL) next to them: one g4_batch_eval_ex vs each decode-order
+ * session's own g4_session_eval_ex with the same flags, and the other two batched alone
+ * (g4_batch_eval_ex of just them): the same bits, on every table, for tight and roomy
+ * chunkings (the decode-order rows fill what the ubatches' chunks leave). */
+static void check_batch_flags(const char *name, const g4_testgen_opts *o, const char *kernels) {
+    t_model t;
+    if (!t_model_open(&t, o, 1, kernels)) { T_CHECKF(0, "%s: open", name); return; }
+    const int32_t V = g4_model_n_vocab(t.m);
+    const size_t lb = (size_t)V * sizeof(float);
+    const char *kn = g4_model_kernels(t.m);
+    static const int prompt[BF_N] = { 12, 5, 20, 7, 3 }, step_n[BF_N] = { 5, 9, 3, 1, 4 };
+    const unsigned AD = G4_EVAL_ALL_LOGITS | G4_EVAL_DECODE_ORDER;
+    const unsigned fl[BF_N] = { AD, 0, G4_EVAL_DECODE_ORDER, AD, G4_EVAL_ALL_LOGITS };
+    const struct { int ub, out; } bc[] = { { 5, 3 }, { 128, 32 } };
+    char err[256];
+    for (size_t v = 0; v < sizeof bc / sizeof bc[0]; v++) {
+        g4_session *s[BF_N] = {0}, *r[BF_N] = {0};
+        g4_batch *b = NULL, *rb = NULL;
+        const g4_batch_opts bo = { .n_ubatch = bc[v].ub, .n_out = bc[v].out };
+        int ok = g4_batch_create(&b, t.m, &bo, err, sizeof err) == G4_OK && g4_batch_create(&rb, t.m, &bo, err, sizeof err) == G4_OK;
+        for (int i = 0; i < BF_N; i++) {
+            g4_session_opts so = { .n_ctx = 128, .n_ubatch = 4, .cache_type = G4_CACHE_F16, .n_logits = 9, .keep_hidden = 1 };
+            ok &= g4_session_create(&s[i], t.m, &so, err, sizeof err) == G4_OK && g4_session_create(&r[i], t.m, &so, err, sizeof err) == G4_OK;
+            ok &= ok && g4_session_eval(s[i], LONG_P + i, (size_t)prompt[i]) == G4_OK && g4_session_eval(r[i], LONG_P + i, (size_t)prompt[i]) == G4_OK;
+        }
+        T_CHECKF(ok, "%s: batch-flags setup", name);
+        const int32_t *tk[BF_N];
+        size_t nt[BF_N];
+        for (int i = 0; i < BF_N; i++) tk[i] = LONG_P + 20 + i, nt[i] = (size_t)step_n[i];
+        /* errors first: nothing changes, the session is named */
+        unsigned bad[BF_N];
+        memcpy(bad, fl, sizeof bad);
+        bad[2] = 8;
+        T_CHECK(ok && g4_batch_eval_ex(b, s, tk, nt, bad, BF_N) == G4_ERR_ARG && strstr(g4_batch_errmsg(b), "session 2") &&
+                g4_session_n_past(s[0]) == prompt[0]);
+        size_t big[BF_N];
+        memcpy(big, nt, sizeof big);
+        big[4] = 10; /* ALL_LOGITS over the 9 rows it keeps */
+        T_CHECK(ok && g4_batch_eval_ex(b, s, tk, big, fl, BF_N) == G4_ERR_ARG && strstr(g4_batch_errmsg(b), "session 4"));
+        /* an abort in the second chunk: every session is back where it was */
+        abort_ctl ac = { 0, 2 };
+        g4_session_set_abort(s[1], abort_cb, &ac);
+        if (v == 0) {
+            T_CHECK(ok && g4_batch_eval_ex(b, s, tk, nt, fl, BF_N) == G4_ERR_ABORTED);
+            int back = 1;
+            for (int i = 0; i < BF_N; i++) back &= g4_session_n_past(s[i]) == prompt[i];
+            T_CHECKF(back, "%s [%s]: an aborted mixed batch leaves every session where it was", name, kn);
+        }
+        g4_session_set_abort(s[1], NULL, NULL);
+        /* the batch, and the references */
+        ok &= ok && g4_batch_eval_ex(b, s, tk, nt, fl, BF_N) == G4_OK;
+        if (!ok) fprintf(stderr, "    %s\n", g4_batch_errmsg(b));
+        for (int i = 0; ok && i < BF_N; i++)
+            if (fl[i] & G4_EVAL_DECODE_ORDER) ok &= g4_session_eval_ex(r[i], tk[i], nt[i], fl[i]) == G4_OK;
+        g4_session *rs[2] = { r[1], r[4] };
+        const int32_t *rt[2] = { tk[1], tk[4] };
+        const size_t rn[2] = { nt[1], nt[4] };
+        const unsigned rf[2] = { fl[1], fl[4] };
+        ok &= ok && g4_batch_eval_ex(rb, rs, rt, rn, rf, 2) == G4_OK;
+        T_CHECKF(ok, "%s [%s]: batch-flags evals (ub %d)", name, kn, bc[v].ub);
+        int same = ok;
+        for (int i = 0; ok && i < BF_N; i++) {
+            const int all = (fl[i] & G4_EVAL_ALL_LOGITS) != 0;
+            same &= g4_session_n_past(s[i]) == g4_session_n_past(r[i]);
+            for (int k = all ? 0 : step_n[i] - 1; k < step_n[i]; k++) {
+                const float *a = all ? g4_session_logits_ith(s[i], (size_t)k) : g4_session_logits(s[i]);
+                const float *e = all ? g4_session_logits_ith(r[i], (size_t)k) : g4_session_logits(r[i]);
+                const float *ha = g4_session_hidden(s[i], all ? (size_t)k : 0), *he = g4_session_hidden(r[i], all ? (size_t)k : 0);
+                const int eq = a && e && !memcmp(a, e, lb) && ha && he && !memcmp(ha, he, (size_t)g4_model_n_embd(t.m) * sizeof(float));
+                if (!eq && a && e) fprintf(stderr, "    session %d row %d NMSE %.3g\n", i, k, t_nmse(e, a, (size_t)V));
+                same &= eq;
+            }
+        }
+        T_CHECKF(same, "%s [%s]: g4_batch_eval_ex with per-session flags (batch ub %d, out %d) vs each session's own eval",
+                 name, kn, bc[v].ub, bc[v].out);
+        /* and the sessions continue alike */
+        for (int i = 0; ok && i < BF_N; i++) {
+            const int32_t nx = 5;
+            ok &= g4_session_eval(s[i], &nx, 1) == G4_OK && g4_session_eval(r[i], &nx, 1) == G4_OK &&
+                  !memcmp(g4_session_logits(s[i]), g4_session_logits(r[i]), lb);
+        }
+        T_CHECKF(ok, "%s [%s]: the sessions continue alike after the mixed batch", name, kn);
+        for (int i = 0; i < BF_N; i++) g4_session_free(s[i]), g4_session_free(r[i]);
+        g4_batch_free(b);
+        g4_batch_free(rb);
+    }
+    t_model_close(&t);
+}
+
 /* ==== saved state ==== */
 
 static int write_file(const char *path, const void *p, size_t n) {
@@ -588,6 +684,11 @@ T_GROUP(batch) {
         check_eval_flags("q4_k", &q4, NULL);
         check_eval_flags("f16", &f16, NULL);
         check_eval_flags("f16", &f16, "scalar");
+        const g4_testgen_opts f32 = {0};
+        check_batch_flags("q4_k", &q4, NULL);
+        check_batch_flags("f16", &f16, NULL);
+        check_batch_flags("f32", &f32, "scalar");
+        check_batch_flags("q4_k", &q4, "scalar");
     }
     check_truncate_abort(NULL);
     check_truncate_abort("scalar");

@@ -6,7 +6,10 @@
  *          gives alone, and the cancelled slot is never evaluated again;
  *   reuse  the second turn of a resent conversation after an answer longer than the sliding
  *          rings' slack: without a checkpoint nothing is reused (the window is lost), with one
- *          the shared prefix is (cached_tokens), and the answer equals a fresh evaluation's.
+ *          the shared prefix is (cached_tokens), and the answer equals a fresh evaluation's;
+ *   spec   speculative decoding on two slots with three jobs (a prompt joining the verifying
+ *          steps): drafters always right, always wrong and ngram-simple give each job's plain
+ *          greedy answer alone; drafted / accepted counts per job and in the stats agree.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -193,6 +196,94 @@ static void reuse_at_depth(g4_model *m) {
     T_CHECK(access(dir, F_OK) != 0);
 }
 
+/* ==== speculative decoding ==== */
+
+enum { SP_JOBS = 3, SP_N = 30, SP_P = 40 };
+
+typedef struct oracle {
+    int32_t prompt[SP_JOBS][SP_P];
+    int32_t want[SP_JOBS][SP_N];
+    int     wrong; /* 1 = propose what the answer does not say */
+    const g4_model *m;
+} oracle;
+
+/* a drafter that knows each job's greedy answer (or proposes anything else) */
+static size_t oracle_draft(void *ud, const int32_t *hist, size_t n_hist, int32_t last, int32_t *draft, size_t max) {
+    const oracle *o = ud;
+    (void)last;
+    for (int q = 0; q < SP_JOBS; q++) {
+        if (n_hist < SP_P || memcmp(hist, o->prompt[q], SP_P * sizeof *hist)) continue;
+        size_t at = n_hist - SP_P + 1, k = 0; /* want[at - 1] is last */
+        for (; k < max && at + k < SP_N; k++) {
+            draft[k] = o->wrong ? (o->want[q][at + k] + 1) % 500 : o->want[q][at + k];
+            /* the library ends a step at an end-of-generation token (the job ignores it) */
+            if (g4_model_is_eog(o->m, o->want[q][at + k])) return k + 1;
+        }
+        return k;
+    }
+    return 0;
+}
+
+/* Three greedy jobs on two slots (the third's prompt joins the others' verifying steps): with
+ * every drafter the answers are each job's plain answer alone, and the counts add up. */
+static void spec_greedy(g4_model *m) {
+    const int32_t nv = g4_model_n_vocab(m);
+    static oracle orc;
+    orc.m = m;
+    sched_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_slots = 2;
+    o.n_ctx = 256;
+    o.max_queue = 4;
+    o.n_ubatch = 16;
+    for (int q = 0; q < SP_JOBS; q++) {
+        prompt_ids(orc.prompt[q], SP_P, 31 + (uint64_t)q, nv);
+        for (int i = 20; i < SP_P; i++) orc.prompt[q][i] = orc.prompt[q][i - 10 + q % 2]; /* repeats for the n-grams */
+        T_CHECK(alone(m, &o, orc.prompt[q], SP_P, SP_N, orc.want[q], SP_N) == SP_N);
+    }
+    const struct { const char *name; g4_spec_opts so; int wrong; } v[] = {
+        { "oracle", { .type = G4_SPEC_CUSTOM, .n_max = 4, .draft_fn = oracle_draft, .draft_ud = &orc }, 0 },
+        { "always wrong", { .type = G4_SPEC_CUSTOM, .n_max = 3, .draft_fn = oracle_draft, .draft_ud = &orc }, 1 },
+        { "ngram-simple", { .type = G4_SPEC_NGRAM_SIMPLE, .ngram_n = 1, .ngram_m = 5 }, 0 },
+    };
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+        orc.wrong = v[k].wrong;
+        o.spec = &v[k].so;
+        char err[256];
+        sched *s = NULL;
+        T_CHECKF(sched_create(&s, m, &o, err, sizeof err) == 0, "%s", err);
+        if (!s) continue;
+        job *j[SP_JOBS];
+        for (int q = 0; q < SP_JOBS; q++) {
+            j[q] = mkjob(m, orc.prompt[q], SP_P, SP_N);
+            T_CHECK(sched_submit(s, j[q]) == 0);
+        }
+        int same = 1;
+        uint64_t drafted = 0, accepted = 0;
+        for (int q = 0; q < SP_JOBS; q++) {
+            int32_t got[SP_N];
+            wait_done(j[q]);
+            same &= j[q]->finish == FIN_LENGTH && ids_of(j[q], got, SP_N) == SP_N && !memcmp(got, orc.want[q], sizeof got);
+            drafted += (uint64_t)j[q]->n_drafted;
+            accepted += (uint64_t)j[q]->n_accepted;
+        }
+        sched_stats st;
+        sched_get_stats(s, &st);
+        T_CHECKF(same, "%s: speculative answers on 2 slots equal each job's plain answer alone", v[k].name);
+        T_CHECKF(st.draft_tokens == drafted && st.draft_accepted == accepted && accepted <= drafted,
+                 "%s: counts: stats %llu / %llu, jobs %llu / %llu", v[k].name, (unsigned long long)st.draft_tokens,
+                 (unsigned long long)st.draft_accepted, (unsigned long long)drafted, (unsigned long long)accepted);
+        if (k == 0) T_CHECKF(drafted > 30 && accepted == drafted, "oracle: %llu drafted, %llu accepted",
+                             (unsigned long long)drafted, (unsigned long long)accepted);
+        if (k == 1) T_CHECKF(drafted > 30 && accepted == 0, "always wrong: %llu drafted, %llu accepted",
+                             (unsigned long long)drafted, (unsigned long long)accepted);
+        /* fewer steps than tokens when every draft is right */
+        if (k == 0) T_CHECKF(st.steps < SP_JOBS * SP_N / 2, "oracle: %llu steps for %d tokens", (unsigned long long)st.steps, SP_JOBS * SP_N);
+        for (int q = 0; q < SP_JOBS; q++) job_release(j[q]);
+        sched_free(s);
+    }
+}
+
 T_GROUP(sched) {
     g4_testgen_opts go = {0};
     go.n_ctx = 2048;
@@ -200,5 +291,6 @@ T_GROUP(sched) {
     if (!t_model_open(&t, &go, 1, "scalar")) { T_CHECK(0); return; }
     abort_mid_step(t.m);
     reuse_at_depth(t.m);
+    spec_greedy(t.m);
     t_model_close(&t);
 }

@@ -4,7 +4,9 @@
 # streamed text equal to the non-streamed, API key, 503 with Retry-After, the hostile
 # catalogue (tests/serve/hostile.py), the load test (tests/serve/load.py), the openai SDK
 # (tests/serve/sdk.mjs, when `make test-deps` installed it), tool calling on a scripted model
-# (curl, SSE, tests/serve/sdk_tools.mjs), SIGTERM -> exit 0 (under ASan: no leak). Python and
+# (curl, SSE, tests/serve/sdk_tools.mjs), speculative decoding (tests/serve/spec.py: ngram-simple
+# and an assistant, greedy answers equal to plain serving, one and 4 clients at once, draft
+# counts), SIGTERM -> exit 0 (under ASan: no leak). Python and
 # curl parts report themselves skipped when those are missing.
 B=${B:-build}
 G4="$B/g4"
@@ -210,6 +212,46 @@ else
 fi
 stop "$SERVER_PID"; check "sigterm exit 0 (3)" 0 "$STOP_RC"
 grep -q 'ERROR: \(Address\|Leak\)Sanitizer' "$tmp/s3.log" && { fail=$((fail + 1)); echo "FAIL sanitizer report:" >&2; head -n 30 "$tmp/s3.log" >&2; }
+
+# speculative decoding: greedy answers equal the plain server's, for ngram-simple and the
+# assistant (draft-mtp), one client at a time on the default kernels and 4 clients at once on
+# 2 slots on the scalar table (batch-invariant: exact on every host); timings and /metrics
+# report drafted and accepted tokens; a sampled request; a bad assistant and bad flags
+MA="$tmp/a.gguf"
+"$B/g4-mkmodel" "$MA" --assistant >/dev/null 2>&1; check "mkmodel --assistant" 0 $?
+"$B/g4-mkmodel" "$tmp/a96.gguf" --assistant --embd 96 >/dev/null 2>&1
+if command -v python3 >/dev/null 2>&1; then
+    for isa in default scalar; do
+        if [ "$isa" = scalar ]; then export G4_ISA=scalar; mode=conc; else mode=seq; fi
+        start "$tmp/sp0.log" -np 2 -t 1; P0=$PORT; S0=$SERVER_PID
+        start "$tmp/sp1.log" -np 2 -t 1 --spec-type ngram-simple --spec-ngram-simple-size-n 1 --spec-ngram-simple-size-m 4; P1=$PORT; S1=$SERVER_PID
+        start "$tmp/sp2.log" -np 2 -t 1 -md "$MA" --draft-max 3; P2=$PORT; S2=$SERVER_PID
+        unset G4_ISA
+        check "spec startup line ($isa)" 1 "$(grep -c 'speculative draft-mtp' "$tmp/sp2.log")"
+        python3 tests/serve/spec.py "$P0" "$P1" "$P2" "$mode" >"$tmp/spec.out" 2>&1; rc=$?
+        grep -v 'passed, ' "$tmp/spec.out" >&2
+        p=$(sed -n -E 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$tmp/spec.out"); f=$(sed -n -E 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$tmp/spec.out")
+        pass=$((pass + ${p:-0})); fail=$((fail + ${f:-1})); [ "$rc" -eq 0 ] || [ "${f:-1}" -ne 0 ] || fail=$((fail + 1))
+        for sp in "$P1" "$P2"; do
+            curl -s "http://127.0.0.1:$sp/metrics" >"$tmp/smetrics"
+            check "spec metrics: drafted > 0 ($isa)" 1 "$(awk '$1 == "g4_draft_tokens_total" && $2 > 0' "$tmp/smetrics" | wc -l)"
+            check "spec metrics: accepted <= drafted ($isa)" 1 "$(awk '$1 == "g4_draft_tokens_total" {d=$2} $1 == "g4_draft_tokens_accepted_total" {a=$2} END {print (a <= d && a != "") ? 1 : 0}' "$tmp/smetrics")"
+            got=$(curl -s "http://127.0.0.1:$sp/v1/completions" -d '{"prompt":"a b a b a b","max_tokens":24,"temperature":0.9,"seed":3,"ignore_eos":true}' |
+                  python3 -c 'import sys,json; d=json.load(sys.stdin); print(d["usage"]["completion_tokens"], d["choices"][0]["finish_reason"])')
+            check "spec sampled request ($isa)" "24 length" "$got"
+        done
+        for p in $S0 $S1 $S2; do stop "$p"; check "spec server sigterm exit 0 ($isa)" 0 "$STOP_RC"; done
+        grep -q 'ERROR: \(Address\|Leak\)Sanitizer' "$tmp/sp0.log" "$tmp/sp1.log" "$tmp/sp2.log" &&
+            { fail=$((fail + 1)); echo "FAIL sanitizer report:" >&2; cat "$tmp/sp1.log" "$tmp/sp2.log" | head -n 30 >&2; }
+    done
+fi
+"$G4" serve -m "$M" -md "$tmp/a96.gguf" --port 0 >/dev/null 2>"$tmp/bad_md"; check "bad assistant: exit 1" 1 $?
+check "bad assistant: one line" 1 "$(wc -l <"$tmp/bad_md" | tr -d ' ')"
+check "bad assistant: names it" 1 "$(grep -c '^g4 serve: .*a96.gguf' "$tmp/bad_md")"
+"$G4" serve -m "$M" --spec-type draft-mtp --port 0 >/dev/null 2>&1; check "draft-mtp without -md: exit 2" 2 $?
+"$G4" serve -m "$M" --spec-type bogus --port 0 >/dev/null 2>&1; check "bad --spec-type: exit 2" 2 $?
+"$G4" serve -m "$M" --draft-max 0 --port 0 >/dev/null 2>&1; check "bad --draft-max: exit 2" 2 $?
+check "help lists the speculative flags" 1 "$("$G4" serve --help | grep -c -e '--spec-type')"
 
 # usage errors
 "$G4" serve >/dev/null 2>&1; check "no -m: exit 2" 2 $?
