@@ -50,10 +50,10 @@ for s in src/*.c src/quant/*.c src/kern/kern_scalar.c src/kern/kern_exp.c src/ke
 done
 tst=""; for s in tests/*.c; do o="$B/obj/${s%.c}.o"; [ -f "$o" ] || fail "$o missing (run make first)"; tst="$tst $o"; done
 cli=""; for s in cli/*.c; do o="$B/obj/${s%.c}.o"; [ -f "$o" ] || fail "$o missing (run make first)"; cli="$cli $o"; done
-srv="$B/obj/gen/page.o"; [ -f "$srv" ] || fail "$srv missing (run make first)"
+srv="$B/obj/gen/page.o"; [ -f "$srv" ] || fail "$srv missing (run make first)" # the server's objects need cli/spec.o, cli/util.o
 for s in server/*.c; do o="$B/obj/${s%.c}.o"; [ -f "$o" ] || fail "$o missing (run make first)"; srv="$srv $o"; done
 # shellcheck disable=SC2086
-$CC $SAN -o "$OUT/g4-test" $tst $lib $srv "$OUT/cpu.o" "$OUT/kern_avx512.o" -lm -lpthread || fail "link g4-test"
+$CC $SAN -o "$OUT/g4-test" $tst $lib $srv "$B/obj/cli/spec.o" "$B/obj/cli/util.o" "$OUT/cpu.o" "$OUT/kern_avx512.o" -lm -lpthread || fail "link g4-test"
 # shellcheck disable=SC2086
 $CC $SAN -o "$OUT/g4" $cli $srv $lib "$OUT/cpu.o" "$OUT/kern_avx512.o" -lm -lpthread || fail "link g4"
 
