@@ -143,7 +143,7 @@ else
 fi
 if [ -x "${CHROMIUM:-/usr/bin/chromium}" ] && [ -f tests/serve/node_modules/playwright-core/package.json ] && command -v node >/dev/null 2>&1; then
     node tests/serve/page.mjs "$U" "$B/serve-page.png" >"$tmp/page.out" 2>&1; rc=$?
-    grep -v 'passed, ' "$tmp/page.out" >&2
+    grep -a -v 'passed, ' "$tmp/page.out" >&2 # -a: a failure's detail may quote the random model's bytes
     p=$(sed -n -E 's/^([0-9]+) passed, ([0-9]+) failed$/\1/p' "$tmp/page.out"); f=$(sed -n -E 's/^([0-9]+) passed, ([0-9]+) failed$/\2/p' "$tmp/page.out")
     pass=$((pass + ${p:-0})); fail=$((fail + ${f:-1})); [ "$rc" -eq 0 ] || [ "${f:-1}" -ne 0 ] || fail=$((fail + 1))
 else
