@@ -22,6 +22,7 @@
 #include "quant/quant.h"
 #include "testgen.h"
 #include "t.h"
+#include "t_model.h"
 
 #define N_PROMPT 40
 
@@ -30,62 +31,7 @@ static const int32_t PROMPT[N_PROMPT] = {
     320, 321, 330, 331, 340, 341, 350, 351, 360, 361, 370, 371, 380, 381, 390, 391, 400, 401, 410, 411,
 };
 
-typedef struct tmodel {
-    void *buf;     /* the GGUF bytes (owned when own_buf) */
-    size_t len;
-    int own_buf;
-    g4_model *m;
-} tmodel;
-
-static int tm_open_buf(tmodel *t, void *buf, size_t len, int own, int n_threads) {
-    char err[512];
-    t->buf = buf;
-    t->len = len;
-    t->own_buf = own;
-    g4_model_opts mo = {0};
-    mo.n_threads = n_threads;
-    if (model_open_mem(&t->m, buf, len, "t.gguf", &mo, err, sizeof err) != G4_OK) {
-        fprintf(stderr, "    open: %s\n", err);
-        if (own) free(buf);
-        return 0;
-    }
-    return 1;
-}
-
-static int tm_open(tmodel *t, const g4_testgen_opts *o, int n_threads) {
-    char err[512];
-    void *buf;
-    size_t len;
-    memset(t, 0, sizeof *t);
-    if (testgen_write_mem(&buf, &len, o, err, sizeof err) != G4_OK) {
-        fprintf(stderr, "    testgen: %s\n", err);
-        return 0;
-    }
-    return tm_open_buf(t, buf, len, 1, n_threads);
-}
-
-static void tm_close(tmodel *t) {
-    g4_model_close(t->m);
-    if (t->own_buf) free(t->buf);
-}
-
-static g4_session *sess(g4_model *m, int n_ctx, int n_ubatch, int cache, int logits_all) {
-    g4_session_opts so = {0};
-    so.n_ctx = n_ctx;
-    so.n_ubatch = n_ubatch;
-    so.cache_type = cache;
-    so.logits_all = logits_all;
-    g4_session *s = NULL;
-    char err[256];
-    if (g4_session_create(&s, m, &so, err, sizeof err) != G4_OK) fprintf(stderr, "    session: %s\n", err);
-    return s;
-}
-
-static int32_t argmax(const float *x, int32_t n) {
-    int32_t b = 0;
-    for (int32_t i = 1; i < n; i++) if (x[i] > x[b]) b = i;
-    return b;
-}
+#define argmax t_argmax /* t_model.h */
 
 /* the reference's top-1 minus top-2 logit */
 static double top_margin(const float *x, int32_t n) {
@@ -163,14 +109,14 @@ static void compare_steps(const char *name, const char *what, const float *ref, 
 
 /* reference run (one chunk) vs other schedules on one model */
 static void check_schedules(const char *name, const g4_testgen_opts *o, int full) {
-    tmodel t1, t2;
-    if (!tm_open(&t1, o, 1)) { T_CHECKF(0, "%s: open", name); return; }
-    if (!tm_open_buf(&t2, t1.buf, t1.len, 0, 2)) { T_CHECKF(0, "%s: open 2 threads", name); tm_close(&t1); return; }
+    t_model t1, t2;
+    if (!t_model_open(&t1, o, 1, NULL)) { T_CHECKF(0, "%s: open", name); return; }
+    if (!t_model_open_buf(&t2, t1.buf, t1.len, 0, 2, NULL)) { T_CHECKF(0, "%s: open 2 threads", name); t_model_close(&t1); return; }
     const int32_t V = g4_model_n_vocab(t1.m);
     float *ref = malloc((size_t)V * sizeof(float) * 2 * N_GEN), *got = ref + (size_t)V * N_GEN;
     int32_t gref[N_GEN], ggot[N_GEN];
 
-    g4_session *s = sess(t1.m, 256, 64, G4_CACHE_F32, 0);
+    g4_session *s = t_sess(t1.m, 256, 64, G4_CACHE_F32, 0);
     T_CHECKF(s && run(s, 0, N_GEN, NULL, ref, gref), "%s: reference run", name);
     g4_session_free(s);
 
@@ -193,7 +139,7 @@ static void check_schedules(const char *name, const g4_testgen_opts *o, int full
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (!full && i != 1 && i != 4 && i != 6) continue; /* quantized (slow reference kernels): a subset */
-        s = sess(cases[i].m, 256, cases[i].ub, G4_CACHE_F32, 0);
+        s = t_sess(cases[i].m, 256, cases[i].ub, G4_CACHE_F32, 0);
         int ok = s && run(s, cases[i].piece, N_GEN, cases[i].piece ? gref : NULL, got, ggot);
         T_CHECKF(ok, "%s / %s: run", name, cases[i].what);
         g4_session_free(s);
@@ -202,8 +148,8 @@ static void check_schedules(const char *name, const g4_testgen_opts *o, int full
     }
 
     /* logits_all (every layer on every row) vs the KV-shared skip */
-    s = sess(t1.m, 256, 64, G4_CACHE_F32, 1);
-    g4_session *s1 = sess(t1.m, 256, 64, G4_CACHE_F32, 0);
+    s = t_sess(t1.m, 256, 64, G4_CACHE_F32, 1);
+    g4_session *s1 = t_sess(t1.m, 256, 64, G4_CACHE_F32, 0);
     if (s && s1 && g4_session_eval(s, PROMPT, N_PROMPT) == G4_OK) {
         const float *l_last = g4_session_logits_ith(s, N_PROMPT - 1);
         T_CHECK(l_last && l_last == g4_session_logits(s));
@@ -237,7 +183,7 @@ static void check_schedules(const char *name, const g4_testgen_opts *o, int full
         /* MoE: Q8_0's error (~1e-2 on K/V) is enough to route some token to another expert, a
          * discontinuous change (NMSE 0.3 seen), not rounding noise: nothing to bound */
         if (o->n_expert && caches[i].type == G4_CACHE_Q8_0) continue;
-        s = sess(t1.m, 256, 16, caches[i].type, 0);
+        s = t_sess(t1.m, 256, 16, caches[i].type, 0);
         int ok = s && run(s, 0, 1, NULL, got, ggot);
         T_CHECKF(ok, "%s: cache %s run", name, caches[i].what);
         if (ok) {
@@ -247,14 +193,14 @@ static void check_schedules(const char *name, const g4_testgen_opts *o, int full
         g4_session_free(s);
     }
     free(ref);
-    tm_close(&t2); /* borrows t1's bytes */
-    tm_close(&t1);
+    t_model_close(&t2); /* borrows t1's bytes */
+    t_model_close(&t1);
 }
 
 static void check_errors(void) {
-    tmodel t;
+    t_model t;
     g4_testgen_opts o = {0};
-    if (!tm_open(&t, &o, 1)) { T_CHECK(0); return; }
+    if (!t_model_open(&t, &o, 1, NULL)) { T_CHECK(0); return; }
     const int32_t V = g4_model_n_vocab(t.m);
     float *a = malloc((size_t)V * sizeof(float) * 2), *b = a + V;
     char err[256];
@@ -275,8 +221,8 @@ static void check_errors(void) {
     g4_session_free(NULL);
 
     /* context full: nothing appended, the session continues as if the call never happened */
-    s = sess(t.m, 16, 4, G4_CACHE_F16, 0);
-    g4_session *r = sess(t.m, 16, 4, G4_CACHE_F16, 0);
+    s = t_sess(t.m, 16, 4, G4_CACHE_F16, 0);
+    g4_session *r = t_sess(t.m, 16, 4, G4_CACHE_F16, 0);
     T_CHECK(s && r);
     if (s && r) {
         T_CHECK(g4_session_eval(s, PROMPT, 10) == G4_OK && g4_session_n_past(s) == 10);
@@ -306,15 +252,15 @@ static void check_errors(void) {
     g4_session_free(r);
 
     /* logits_all takes at most n_ubatch tokens per eval */
-    s = sess(t.m, 64, 8, G4_CACHE_F32, 1);
+    s = t_sess(t.m, 64, 8, G4_CACHE_F32, 1);
     T_CHECK(s && g4_session_eval(s, PROMPT, 9) == G4_ERR_ARG && g4_session_n_past(s) == 0);
     T_CHECK(s && g4_session_eval(s, PROMPT, 8) == G4_OK && g4_session_logits_ith(s, 7) != NULL);
     g4_session_free(s);
 
     /* memory plan: sliding layers keep a ring, so only full layers grow with n_ctx */
     size_t kv1, kv2, sc1, sc2;
-    s = sess(t.m, 128, 16, G4_CACHE_F32, 0);
-    r = sess(t.m, 256, 16, G4_CACHE_F32, 0);
+    s = t_sess(t.m, 128, 16, G4_CACHE_F32, 0);
+    r = t_sess(t.m, 256, 16, G4_CACHE_F32, 0);
     g4_session_memory(s, &kv1, &sc1);
     g4_session_memory(r, &kv2, &sc2);
     {
@@ -340,7 +286,7 @@ static void check_errors(void) {
     g4_session_free(r);
     free(a);
     (void)b;
-    tm_close(&t);
+    t_model_close(&t);
 }
 
 /* ==== Per-matmul .scale tensors ====
@@ -388,14 +334,14 @@ static void check_scales(void) {
         for (uint64_t k = 0; k < t->nbytes / 4; k++) x[k] *= SCALES[i].v;
     }
     gguf_close(f);
-    tmodel a, b;
-    if (ok && tm_open_buf(&a, ba, la, 1, 1)) {
-        if (tm_open_buf(&b, bb, lb, 1, 1)) {
+    t_model a, b;
+    if (ok && t_model_open_buf(&a, ba, la, 1, 1, NULL)) {
+        if (t_model_open_buf(&b, bb, lb, 1, 1, NULL)) {
             const g4_layer *l0 = &a.m->layers[0], *l7 = &a.m->layers[7];
             T_CHECK(l0->scale_q == 2.0f && l0->scale_k == 0.5f && l0->scale_down == 2.0f && l7->scale_o == 2.0f);
             T_CHECK(b.m->layers[0].scale_q == 1.0f);
             const int32_t V = g4_model_n_vocab(a.m);
-            g4_session *sa = sess(a.m, 128, 16, G4_CACHE_F32, 0), *sb = sess(b.m, 128, 16, G4_CACHE_F32, 0);
+            g4_session *sa = t_sess(a.m, 128, 16, G4_CACHE_F32, 0), *sb = t_sess(b.m, 128, 16, G4_CACHE_F32, 0);
             float *la_ = malloc((size_t)V * sizeof(float) * 2 * N_GEN), *lb_ = la_ + (size_t)V * N_GEN;
             int32_t ga[N_GEN], gb[N_GEN];
             T_CHECK(sa && sb && run(sa, 0, N_GEN, NULL, la_, ga) && run(sb, 0, N_GEN, NULL, lb_, gb));
@@ -404,9 +350,9 @@ static void check_scales(void) {
             free(la_);
             g4_session_free(sa);
             g4_session_free(sb);
-            tm_close(&b);
+            t_model_close(&b);
         }
-        tm_close(&a);
+        t_model_close(&a);
     } else {
         free(ba);
         free(bb);
