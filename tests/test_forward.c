@@ -31,11 +31,10 @@ static const int32_t PROMPT[N_PROMPT] = {
     320, 321, 330, 331, 340, 341, 350, 351, 360, 361, 370, 371, 380, 381, 390, 391, 400, 401, 410, 411,
 };
 
-#define argmax t_argmax /* t_model.h */
 
 /* the reference's top-1 minus top-2 logit */
 static double top_margin(const float *x, int32_t n) {
-    const int32_t b = argmax(x, n);
+    const int32_t b = t_argmax(x, n);
     double second = -INFINITY;
     for (int32_t i = 0; i < n; i++) if (i != b && (double)x[i] > second) second = (double)x[i];
     return (double)x[b] - second;
@@ -65,7 +64,7 @@ static int run(g4_session *s, int piece, int n_gen, const int32_t *force, float 
     for (int i = 0; i < n_gen; i++) {
         float *l = lg + (size_t)i * (size_t)V;
         memcpy(l, g4_session_logits(s), (size_t)V * sizeof(float));
-        gen[i] = argmax(l, V);
+        gen[i] = t_argmax(l, V);
         if (i + 1 == n_gen) break;
         const int32_t tok = force ? force[i] : gen[i];
         if (g4_session_eval(s, &tok, 1) != G4_OK) return 0;
