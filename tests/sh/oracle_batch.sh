@@ -38,22 +38,10 @@ oracle_pin_cpu || skip "the pinned pair g4 avx2 / llama.cpp haswell needs x86-64
 [ -x "$B/g4-batchrun" ] && [ -x "$B/g4-mkmodel" ] && [ -x "$B/g4-oracle-pair" ] || {
     echo "oracle_batch: $B/g4-batchrun, g4-mkmodel or g4-oracle-pair missing (run make)"; echo "0 passed, 1 failed"; exit 1; }
 
-# llama.h and the ggml headers, from a clone of the bundle (shared with tok_lib.inc)
-if [ ! -f "$SRC/include/llama.h" ] || [ ! -f "$SRC/ggml/include/ggml.h" ]; then
-    if [ ! -d "$SRC/.git" ]; then
-        rm -rf "$SRC.tmp" && git clone -q --no-checkout "$BUNDLE" "$SRC.tmp" >/dev/null 2>&1 && mv "$SRC.tmp" "$SRC"
-    fi
-    git -C "$SRC" checkout -q HEAD -- include ggml/include >/dev/null 2>&1
-fi
-[ -f "$SRC/include/llama.h" ] || skip "could not check out llama.h from the bundle"
-H=$B/oracle-bin
-mkdir -p "$H"
-LB=$H/llama_batch
-if [ ! -x "$LB" ] || [ tests/oracle/llama_batch.c -nt "$LB" ]; then
-    ${CC:-cc} -std=c11 -O1 -D_GNU_SOURCE -I"$SRC/include" -I"$SRC/ggml/include" tests/oracle/llama_batch.c -o "$LB" \
-        -L"$BINS" -l:libllama.v0.5.0.so -l:libggml.v0.5.0.so -l:libggml-base.so -Wl,-rpath,"$(cd "$BINS" && pwd)" \
-        2>"$H/llama_batch.cc.log" || { echo "oracle_batch: cannot build llama_batch: $(tail -n 3 "$H/llama_batch.cc.log")"; echo "0 passed, 1 failed"; exit 1; }
-fi
+oracle_harness llama_batch; rc=$?
+[ $rc -eq 2 ] && skip "could not check out llama.h from the bundle"
+[ $rc -eq 0 ] || { echo "oracle_batch: cannot build llama_batch: $HARNESS_ERR"; echo "0 passed, 1 failed"; exit 1; }
+LB=$HARNESS
 
 tmp=$(mktemp -d)
 [ -n "$KEEP" ] && echo "oracle_batch: files in $tmp" >&2

@@ -12,32 +12,21 @@
 # Needs node-llama-cpp (make test-deps), git, an x86-64 CPU with AVX2; else "skipped".
 # Env: B, KEEP=1, VERBOSE=1.
 B=${B:-build}
-BINS=tests/oracle/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
-BUNDLE=tests/oracle/node_modules/node-llama-cpp/llama/gitRelease.bundle
+. tests/sh/oracle_pin.inc
+BINS=$ORACLE_LIBDIR
+BUNDLE=$ORACLE_NM/node-llama-cpp/llama/gitRelease.bundle
 SRC=${LLAMA_SRC:-$B/llama-src}
 skip() { echo "oracle_mtp: skipped ($1)"; echo "0 passed, 0 failed"; exit 0; }
 [ -f "$BINS/libllama.v0.5.0.so" ] && [ -f "$BUNDLE" ] || skip "no node-llama-cpp; run make test-deps"
 command -v git >/dev/null 2>&1 || skip "no git"
 case "$(${CC:-cc} -dumpmachine 2>/dev/null)" in x86_64*|amd64*) ;; *) skip "not x86-64";; esac
-grep -qw avx2 /proc/cpuinfo 2>/dev/null || skip "no AVX2"
+oracle_pin_cpu || skip "the pinned pair g4 avx2 / llama.cpp haswell needs x86-64 with AVX2, FMA, F16C, BMI2"
 [ -x "$B/g4-mtprun" ] && [ -x "$B/g4-mkmodel" ] || { echo "oracle_mtp: $B/g4-mtprun or g4-mkmodel missing (run make)"; echo "0 passed, 1 failed"; exit 1; }
 
-# llama.h and the ggml headers, from a clone of the bundle (shared with oracle_batch.sh)
-if [ ! -f "$SRC/include/llama.h" ] || [ ! -f "$SRC/ggml/include/ggml.h" ]; then
-    if [ ! -d "$SRC/.git" ]; then
-        rm -rf "$SRC.tmp" && git clone -q --no-checkout "$BUNDLE" "$SRC.tmp" >/dev/null 2>&1 && mv "$SRC.tmp" "$SRC"
-    fi
-    git -C "$SRC" checkout -q HEAD -- include ggml/include >/dev/null 2>&1
-fi
-[ -f "$SRC/include/llama.h" ] || skip "could not check out llama.h from the bundle"
-H=$B/oracle-bin
-mkdir -p "$H"
-LM=$H/llama_mtp
-if [ ! -x "$LM" ] || [ tests/oracle/llama_mtp.c -nt "$LM" ]; then
-    ${CC:-cc} -std=c11 -O1 -D_GNU_SOURCE -I"$SRC/include" -I"$SRC/ggml/include" tests/oracle/llama_mtp.c -o "$LM" \
-        -L"$BINS" -l:libllama.v0.5.0.so -l:libggml.v0.5.0.so -l:libggml-base.so -Wl,-rpath,"$(cd "$BINS" && pwd)" \
-        2>"$H/llama_mtp.cc.log" || { echo "oracle_mtp: cannot build llama_mtp: $(tail -n 3 "$H/llama_mtp.cc.log")"; echo "0 passed, 1 failed"; exit 1; }
-fi
+oracle_harness llama_mtp; rc=$?
+[ $rc -eq 2 ] && skip "could not check out llama.h from the bundle"
+[ $rc -eq 0 ] || { echo "oracle_mtp: cannot build llama_mtp: $HARNESS_ERR"; echo "0 passed, 1 failed"; exit 1; }
+LM=$HARNESS
 
 tmp=$(mktemp -d)
 [ -n "$KEEP" ] && echo "oracle_mtp: files in $tmp" >&2
