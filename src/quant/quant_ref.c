@@ -821,18 +821,23 @@ void quant_act_bf16(const float *x, void *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) wr16(o + 2 * i, g4_f32_to_bf16(x[i]));
 }
 
-/* x86 convention: id = 127/amax, round half to even; with_sum: Q8_1's s = fp16(d * sum) */
-static void act_q8_x86(const float *x, uint8_t *y, int64_t nb, size_t bytes, int with_sum) {
+/* Q8_0 / Q8_1 activations over nb blocks of 32 (bytes each; with_sum: Q8_1's s = fp16(d * sum)),
+ * in one of three conventions, d = amax / 127 in all:
+ *   ACT_X86  id = 127/amax, round half to even (llama.cpp's x86 quantize_row_q8_0/q8_1)
+ *   ACT_ARM  id = 1/d, round half to even (arch/arm/quants.c, NEON vcvtnq)
+ *   ACT_REF  id = 1/d, roundf (the scalar reference quantize_row_q8_0_ref) */
+enum { ACT_X86, ACT_ARM, ACT_REF };
+static void act_q8(const float *x, uint8_t *y, int64_t nb, size_t bytes, int with_sum, int conv) {
     const size_t off = with_sum ? 4 : 2;
     for (int64_t i = 0; i < nb; i++, x += 32, y += bytes) {
         float amax = 0.0f;
         for (int j = 0; j < 32; j++) { const float a = fabsf(x[j]); amax = amax > a ? amax : a; }
         const float d = amax / 127.0f;
-        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        const float id = conv == ACT_X86 ? (amax != 0.0f ? 127.0f / amax : 0.0f) : (d != 0.0f ? 1.0f / d : 0.0f);
         wrh(y, d);
         int sum = 0;
         for (int j = 0; j < 32; j++) {
-            const int q = quant_nearest_int(x[j] * id);
+            const int q = conv == ACT_REF ? (int)roundf(x[j] * id) : quant_nearest_int(x[j] * id);
             y[off + j] = (uint8_t)(int8_t)q;
             sum += q;
         }
@@ -840,51 +845,12 @@ static void act_q8_x86(const float *x, uint8_t *y, int64_t nb, size_t bytes, int
     }
 }
 
-/* scalar-reference convention: id = 1/d, roundf */
-static void act_q8_ref(const float *x, uint8_t *y, int64_t nb, size_t bytes, int with_sum) {
-    const size_t off = with_sum ? 4 : 2;
-    for (int64_t i = 0; i < nb; i++, x += 32, y += bytes) {
-        float amax = 0.0f;
-        for (int j = 0; j < 32; j++) { const float a = fabsf(x[j]); amax = amax > a ? amax : a; }
-        const float d = amax / 127.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        wrh(y, d);
-        int sum = 0;
-        for (int j = 0; j < 32; j++) {
-            const int q = (int)roundf(x[j] * id);
-            y[off + j] = (uint8_t)(int8_t)q;
-            sum += q;
-        }
-        if (with_sum) wrh(y + 2, (float)sum * d);
-    }
-}
-
-/* llama.cpp's arm64 build (arch/arm/quants.c quantize_row_q8_0/q8_1, NEON): id = 1/d, round
- * half even (vcvtnq), the sum as the x86 one */
-static void act_q8_arm(const float *x, uint8_t *y, int64_t nb, size_t bytes, int with_sum) {
-    const size_t off = with_sum ? 4 : 2;
-    for (int64_t i = 0; i < nb; i++, x += 32, y += bytes) {
-        float amax = 0.0f;
-        for (int j = 0; j < 32; j++) { const float a = fabsf(x[j]); amax = amax > a ? amax : a; }
-        const float d = amax / 127.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        wrh(y, d);
-        int sum = 0;
-        for (int j = 0; j < 32; j++) {
-            const int q = quant_nearest_int(x[j] * id);
-            y[off + j] = (uint8_t)(int8_t)q;
-            sum += q;
-        }
-        if (with_sum) wrh(y + 2, d * (float)sum);
-    }
-}
-
-void quant_act_q8_0(const float *x, void *y, int64_t n) { act_q8_x86(x, y, n / 32, 34, 0); }
-void quant_act_q8_0_arm(const float *x, void *y, int64_t n) { act_q8_arm(x, y, n / 32, 34, 0); }
-void quant_act_q8_1_arm(const float *x, void *y, int64_t n) { act_q8_arm(x, y, n / 32, 36, 1); }
-void quant_act_q8_0_ref(const float *x, void *y, int64_t n) { act_q8_ref(x, y, n / 32, 34, 0); }
-void quant_act_q8_1(const float *x, void *y, int64_t n) { act_q8_x86(x, y, n / 32, 36, 1); }
-void quant_act_q8_1_ref(const float *x, void *y, int64_t n) { act_q8_ref(x, y, n / 32, 36, 1); }
+void quant_act_q8_0(const float *x, void *y, int64_t n) { act_q8(x, y, n / 32, 34, 0, ACT_X86); }
+void quant_act_q8_0_arm(const float *x, void *y, int64_t n) { act_q8(x, y, n / 32, 34, 0, ACT_ARM); }
+void quant_act_q8_1_arm(const float *x, void *y, int64_t n) { act_q8(x, y, n / 32, 36, 1, ACT_ARM); }
+void quant_act_q8_0_ref(const float *x, void *y, int64_t n) { act_q8(x, y, n / 32, 34, 0, ACT_REF); }
+void quant_act_q8_1(const float *x, void *y, int64_t n) { act_q8(x, y, n / 32, 36, 1, ACT_X86); }
+void quant_act_q8_1_ref(const float *x, void *y, int64_t n) { act_q8(x, y, n / 32, 36, 1, ACT_REF); }
 
 void quant_act_q8_K(const float *x, void *vy, int64_t n) {
     uint8_t *y = vy;
