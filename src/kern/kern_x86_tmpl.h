@@ -858,6 +858,18 @@ KINLINE void tile_b32(const uint8_t *const *wr, const uint8_t *restrict x, size_
     for (int t = 0; t < T; t++) out[t] = acc[t];
 }
 
+/* minsk[k] lane r = (m_r[2k], m_r[2k+1]) as two i16: a 4x8 transpose of the 8 rows' mins mrow[r] */
+KINLINE void q4k_mins_transpose(const __m128i mrow[8], __m256i minsk[4]) {
+    const __m256i R0 = _mm256_set_m128i(mrow[4], mrow[0]), R1 = _mm256_set_m128i(mrow[5], mrow[1]);
+    const __m256i R2 = _mm256_set_m128i(mrow[6], mrow[2]), R3 = _mm256_set_m128i(mrow[7], mrow[3]);
+    const __m256i t0 = _mm256_unpacklo_epi32(R0, R1), t1 = _mm256_unpacklo_epi32(R2, R3);
+    const __m256i t2 = _mm256_unpackhi_epi32(R0, R1), t3 = _mm256_unpackhi_epi32(R2, R3);
+    minsk[0] = _mm256_unpacklo_epi64(t0, t1);
+    minsk[1] = _mm256_unpackhi_epi64(t0, t1);
+    minsk[2] = _mm256_unpacklo_epi64(t2, t3);
+    minsk[3] = _mm256_unpackhi_epi64(t2, t3);
+}
+
 /* Q4_K x Q8_K, 8 rows x T tokens (grp: 4-token gemm order). The 8 rows are contiguous in
  * memory: pf (the next tile, or NULL) is prefetched 1/nb per super-block, one stream, a few
  * lines per row. Every line needs its software prefetch on the Zen 1 host: without them the
@@ -956,18 +968,8 @@ KINLINE void tile_q4_K(const uint8_t *const *wr, const uint8_t *restrict x, size
                 for (int t = 0; t < T; t++) P[0][t][r] = sum[t];
             }
         }
-        /* minsk[k] lane r = (m_r[2k], m_r[2k+1]) as two i16: a 4x8 transpose of mrow */
         __m256i minsk[4];
-        {
-            const __m256i R0 = _mm256_set_m128i(mrow[4], mrow[0]), R1 = _mm256_set_m128i(mrow[5], mrow[1]);
-            const __m256i R2 = _mm256_set_m128i(mrow[6], mrow[2]), R3 = _mm256_set_m128i(mrow[7], mrow[3]);
-            const __m256i t0 = _mm256_unpacklo_epi32(R0, R1), t1 = _mm256_unpacklo_epi32(R2, R3);
-            const __m256i t2 = _mm256_unpackhi_epi32(R0, R1), t3 = _mm256_unpackhi_epi32(R2, R3);
-            minsk[0] = _mm256_unpacklo_epi64(t0, t1);
-            minsk[1] = _mm256_unpackhi_epi64(t0, t1);
-            minsk[2] = _mm256_unpacklo_epi64(t2, t3);
-            minsk[3] = _mm256_unpackhi_epi64(t2, t3);
-        }
+        q4k_mins_transpose(mrow, minsk);
         KUNROLL
         for (int t = 0; t < T; t++) {
             const __m256 d = _mm256_mul_ps(dwv, dat[t]), dm = _mm256_mul_ps(dmv, dat[t]);
@@ -1037,17 +1039,8 @@ KINLINE void tile_q4_K_g(const uint8_t *const *wr, const uint8_t *restrict x, si
             sdup[r] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi64(sm, sm));
             mrow[r] = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
         }
-        __m256i minsk[4]; /* lane r = (m_r[2k], m_r[2k+1]): a 4x8 transpose of mrow */
-        {
-            const __m256i R0 = _mm256_set_m128i(mrow[4], mrow[0]), R1 = _mm256_set_m128i(mrow[5], mrow[1]);
-            const __m256i R2 = _mm256_set_m128i(mrow[6], mrow[2]), R3 = _mm256_set_m128i(mrow[7], mrow[3]);
-            const __m256i t0 = _mm256_unpacklo_epi32(R0, R1), t1 = _mm256_unpacklo_epi32(R2, R3);
-            const __m256i t2 = _mm256_unpackhi_epi32(R0, R1), t3 = _mm256_unpackhi_epi32(R2, R3);
-            minsk[0] = _mm256_unpacklo_epi64(t0, t1);
-            minsk[1] = _mm256_unpackhi_epi64(t0, t1);
-            minsk[2] = _mm256_unpacklo_epi64(t2, t3);
-            minsk[3] = _mm256_unpackhi_epi64(t2, t3);
-        }
+        __m256i minsk[4];
+        q4k_mins_transpose(mrow, minsk);
         KUNROLL
         for (int k = 0; k < 4; k++) {
             const __m256i selk = ld256(K4_PAIR[k]);
