@@ -10,7 +10,9 @@
  * K rows with q converted to K's dot type (F16 for an F16 cache, as ggml_mul_mat does);
  * softmax in f32 with the sum in double; the probabilities are converted to V's dot type
  * (F16 for an F16 cache) and multiplied with the transposed V rows, again by the matmul
- * kernel. A Q8_0 V cache (llama.cpp needs flash attention for it) is read row by row.
+ * kernel. With an F16 cache, tables that have them use the kernels' forms that take q and p
+ * as f16 values held in f32 (kern.h matmul_f16x: the same bits, no conversion per cache
+ * row). A Q8_0 V cache (llama.cpp needs flash attention for it) is read row by row.
  *
  * Invariant: a query at position p reads only cells of positions [lo, p] of its own
  * sequence, all written by this or an earlier chunk (the ring holds n_swa + n_ubatch - 1
@@ -214,23 +216,36 @@ typedef struct attn_job {
     const g4_session *s;
     const g4_kv_slot *kv;
     const g4_layer   *l;
-    int      t0, R, g, G, hd;
+    int      t0, R, g, hd;
+    int      G, h0;           /* its G query heads h0 .. h0+G-1 (all of KV head g's, or some) */
     int64_t  lo, hi;          /* union of the windows: positions [lo, hi] */
     int64_t  A, NW;           /* its hull [A, A + NW) */
     int64_t  c0;              /* row of position lo in the slot */
     int64_t  seq_n;           /* the session's tokens in llama.cpp's ubatch (float order) */
     uint8_t *ws;              /* the job's scratch (session.c: kq | pq | qq | o | v copy) */
     float   *kq;              /* [R*G][NW] scores, then probabilities over the hull */
-    uint8_t *pq;              /* [R*G] rows of p in V's dot type over NW cells */
-    uint8_t *qq;              /* [R*G] rows of q in K's dot type */
+    uint8_t *pq;              /* [R*G] rows of p in V's dot type over NW cells (not with kqv_x) */
+    uint8_t *qq;              /* [R*G] rows of q in K's dot type (f16 values in f32 with kq_x) */
     float   *o;               /* [R*G][hd] outputs */
     size_t   pq_rb, qq_rb;
     const uint8_t *vg;        /* V channels over the hull: [hd] rows of NW cells */
     size_t   v_stride;
+    g4_matmul_fn kq_fn, kqv_fn; /* the kernels of the two products (llama.cpp's float order) */
+    int      kq_x, kqv_x;     /* they take q / p as f16 values in f32 (kern.h matmul_f16x) */
 } attn_job;
 
-/* The hull in whole 32-cell blocks: [floor32(lo), ceil32(hi + 1)). */
-static void job_init(attn_job *j, g4_work *w, const g4_layer *l, int t0, int R, int g, uint8_t *ws) {
+/* The F16 cache kernel f, when the table has its f16-valued-f32 form (kern.h matmul_f16x):
+ * the same bits without converting q or p again for each of thousands of cache rows. */
+static g4_matmul_fn f16x_form(const g4_kern *k, g4_matmul_fn f) {
+    if (!k->round_f16) return NULL;
+    if (f == k->matmul[G4_TYPE_F16]) return k->matmul_f16x[0];
+    if (f == k->matmul_grp[G4_TYPE_F16]) return k->matmul_f16x[1];
+    return NULL;
+}
+
+/* The hull in whole 32-cell blocks: [floor32(lo), ceil32(hi + 1)). Query heads hs .. hs+nh-1
+ * of KV head g's group (nh = 0: all of them). */
+static void job_init(attn_job *j, g4_work *w, const g4_layer *l, int t0, int R, int g, int hs, int nh, uint8_t *ws) {
     const g4_session *s = w->sess[t0];
     j->s = s;
     j->kv = &s->kv[l->kv_slot];
@@ -238,7 +253,9 @@ static void job_init(attn_job *j, g4_work *w, const g4_layer *l, int t0, int R, 
     j->t0 = t0;
     j->R = R;
     j->g = g;
-    j->G = l->n_head / l->n_head_kv;
+    const int gsz = l->n_head / l->n_head_kv;
+    j->G = nh ? nh : gsz;
+    j->h0 = g * gsz + hs;
     j->hd = l->head_dim;
     j->lo = attn_window(w, l, w->pos[t0]).lo;
     j->hi = attn_window(w, l, w->pos[t0 + R - 1]).p;
@@ -253,8 +270,24 @@ static void job_init(attn_job *j, g4_work *w, const g4_layer *l, int t0, int R, 
     j->pq = ws + s->ws_pq;
     j->qq = ws + s->ws_qq;
     j->o = (float *)(void *)(ws + s->ws_o);
-    j->pq_rb = kern_act_row_bytes(kdt, j->NW);
-    j->qq_rb = kern_act_row_bytes(kdt, j->hd);
+    /* llama.cpp's kq = mul_mat(k, q), one product per (head, sequence) over that sequence's
+     * tokens in the ubatch: with an F32 K cache q is permuted, so always ggml's one-column
+     * vec_dot order; with F16 K its tinyBLAS when the sequence has >= 2 tokens there (that
+     * op's rows are llama.cpp's n_kv cells, a multiple of 256: llama-kv-cache.cpp get_n_kv).
+     * kqv = mul_mat(v, kq): tinyBLAS order when the sequence has >= 2 tokens, else vec_dot.
+     * Each score and output is its own dot product whatever else the call computes. */
+    const g4_kern *kern = w->m->kern;
+    j->kq_fn = s->kv_type == G4_TYPE_F16 ? kern_pick(kern, G4_TYPE_F16, j->seq_n, 0, j->hd, 256, KERN_PLAIN)
+                                         : kern->matmul[s->kv_type];
+    j->kqv_fn = kern_pick(kern, s->kv_type, j->seq_n, 0, j->NW, j->hd, KERN_PLAIN);
+    const g4_matmul_fn kqx = s->kv_type == G4_TYPE_F16 ? f16x_form(kern, j->kq_fn) : NULL;
+    const g4_matmul_fn kqvx = s->kv_type == G4_TYPE_F16 ? f16x_form(kern, j->kqv_fn) : NULL;
+    j->kq_x = kqx != NULL;
+    j->kqv_x = kqvx != NULL;
+    if (kqx) j->kq_fn = kqx;
+    if (kqvx) j->kqv_fn = kqvx;
+    j->pq_rb = j->kqv_x ? (size_t)j->NW * sizeof(float) : kern_act_row_bytes(kdt, j->NW);
+    j->qq_rb = j->kq_x ? (size_t)j->hd * sizeof(float) : kern_act_row_bytes(kdt, j->hd);
     j->vg = NULL;
     j->v_stride = 0;
 }
@@ -265,24 +298,23 @@ static void job_q(const attn_job *j, const g4_work *w, int k0, int k1) {
     const int kdt = quant_traits(j->s->kv_type)->dot_type;
     const size_t q_dim = (size_t)j->hd * (size_t)j->l->n_head;
     for (int k = k0; k < k1; k++) {
-        const int t = j->t0 + k / j->G, h = j->g * j->G + k % j->G;
-        kern->quantize_act[kdt](w->Qcur + (size_t)t * q_dim + (size_t)h * (size_t)j->hd, j->qq + (size_t)k * j->qq_rb, j->hd);
+        const int t = j->t0 + k / j->G, h = j->h0 + k % j->G;
+        const float *q = w->Qcur + (size_t)t * q_dim + (size_t)h * (size_t)j->hd;
+        uint8_t *qq = j->qq + (size_t)k * j->qq_rb;
+        if (j->kq_x) {
+            memcpy(qq, q, (size_t)j->hd * sizeof(float));
+            kern->round_f16((float *)(void *)qq, j->hd);
+        } else {
+            kern->quantize_act[kdt](q, qq, j->hd);
+        }
     }
 }
 
 /* scores of all R*G queries for the union's cells [c_a, c_b) (0 = position lo) */
-static void job_kq(const attn_job *j, const g4_kern *kern, int64_t c_a, int64_t c_b) {
-    const g4_session *s = j->s;
+static void job_kq(const attn_job *j, int64_t c_a, int64_t c_b) {
     const g4_kv_slot *kv = j->kv;
-    /* llama.cpp's kq = mul_mat(k, q), one product per (head, sequence) over that sequence's
-     * tokens in the ubatch: with an F32 K cache q is permuted, so always ggml's one-column
-     * vec_dot order; with F16 K its tinyBLAS when the sequence has >= 2 tokens there (that
-     * op's rows are llama.cpp's n_kv cells, a multiple of 256: llama-kv-cache.cpp get_n_kv).
-     * Each score is its own dot product whatever else the call computes. */
-    const g4_matmul_fn kq_fn = s->kv_type == G4_TYPE_F16 ? kern_pick(kern, G4_TYPE_F16, j->seq_n, 0, j->hd, 256, KERN_PLAIN)
-                                                         : kern->matmul[s->kv_type];
     const uint8_t *kg = kv->k + ((size_t)j->g * (size_t)kv->n_rows + (size_t)j->c0) * kv->k_row_bytes; /* position lo */
-    kq_fn(j->kq + (j->lo - j->A), (size_t)j->NW, kg, kv->k_row_bytes, j->qq, j->qq_rb, j->hd, c_a, c_b, j->R * j->G);
+    j->kq_fn(j->kq + (j->lo - j->A), (size_t)j->NW, kg, kv->k_row_bytes, j->qq, j->qq_rb, j->hd, c_a, c_b, j->R * j->G);
 }
 
 /* softmax of queries [k0, k1) over their windows (scale 1.0, no soft-cap); zeros on the rest
@@ -297,7 +329,8 @@ static void job_softmax(const attn_job *j, const g4_work *w, int k0, int k1) {
         attn_softmax(kern, row + off, win.n, win.lo);
         memset(row, 0, (size_t)off * sizeof(float));
         memset(row + off + win.n, 0, (size_t)(j->NW - off - win.n) * sizeof(float));
-        if (j->s->kv_type != G4_TYPE_Q8_0) kern->quantize_act[vdt](row, j->pq + (size_t)k * j->pq_rb, j->NW);
+        if (j->kqv_x) kern->round_f16(row + off, win.n); /* p is then the kq rows themselves */
+        else if (j->s->kv_type != G4_TYPE_Q8_0) kern->quantize_act[vdt](row, j->pq + (size_t)k * j->pq_rb, j->NW);
     }
 }
 
@@ -330,11 +363,9 @@ static void job_v(attn_job *j) {
 }
 
 /* kqv = V_g . p for V channels [d0, d1) of all R*G queries into o */
-static void job_kqv(const attn_job *j, const g4_kern *kern, int64_t d0, int64_t d1) {
-    const g4_session *s = j->s;
-    /* kqv = mul_mat(v, kq): tinyBLAS order when the sequence has >= 2 tokens, else vec_dot */
-    const g4_matmul_fn kqv_fn = kern_pick(kern, s->kv_type, j->seq_n, 0, j->NW, j->hd, KERN_PLAIN);
-    kqv_fn(j->o, (size_t)j->hd, j->vg, j->v_stride, j->pq, j->pq_rb, j->NW, d0, d1, j->R * j->G);
+static void job_kqv(const attn_job *j, int64_t d0, int64_t d1) {
+    j->kqv_fn(j->o, (size_t)j->hd, j->vg, j->v_stride, j->kqv_x ? (const uint8_t *)j->kq : j->pq, j->pq_rb, j->NW, d0,
+              d1, j->R * j->G);
 }
 
 /* A Q8_0 V cache (llama.cpp needs flash attention for it): row by row, no llama.cpp order. */
@@ -358,7 +389,7 @@ static void job_kqv_q8(const attn_job *j) {
 static void job_store(const attn_job *j, g4_work *w) {
     const size_t q_dim = (size_t)j->hd * (size_t)j->l->n_head;
     for (int k = 0; k < j->R * j->G; k++) {
-        const int t = j->t0 + k / j->G, h = j->g * j->G + k % j->G;
+        const int t = j->t0 + k / j->G, h = j->h0 + k % j->G;
         memcpy(w->kqv_out + (size_t)t * q_dim + (size_t)h * (size_t)j->hd, j->o + (size_t)k * (size_t)j->hd,
                (size_t)j->hd * sizeof(float));
     }
@@ -366,15 +397,14 @@ static void job_store(const attn_job *j, g4_work *w) {
 
 /* the whole job on one thread */
 static void job_run(attn_job *j, g4_work *w) {
-    const g4_kern *kern = w->m->kern;
     const int nq = j->R * j->G;
     job_q(j, w, 0, nq);
-    job_kq(j, kern, 0, j->hi - j->lo + 1);
+    job_kq(j, 0, j->hi - j->lo + 1);
     job_softmax(j, w, 0, nq);
     if (j->s->kv_type == G4_TYPE_Q8_0) job_kqv_q8(j);
     else {
         job_v(j);
-        job_kqv(j, kern, 0, j->hd);
+        job_kqv(j, 0, j->hd);
     }
     job_store(j, w);
 }
@@ -386,6 +416,7 @@ typedef struct attn_ctx {
     const g4_layer *l;
     const int32_t *jt0, *jR; /* [n_jobs / n_head_kv] row ranges */
     int n_kv;
+    int hg, n_hg;            /* head jobs: hg query heads each, n_hg per KV head */
     attn_job *wide;          /* the one job of a wide phase */
 } attn_ctx;
 
@@ -395,24 +426,33 @@ static void tile_task(void *vctx, int64_t i0, int64_t i1, int thread) {
         const int rr = (int)(it / c->n_kv), g = (int)(it % c->n_kv);
         const g4_session *s = c->w->sess[c->jt0[rr]];
         attn_job j;
-        job_init(&j, c->w, c->l, c->jt0[rr], c->jR[rr], g, s->attn_ws + (size_t)thread * s->attn_ws_bytes);
+        job_init(&j, c->w, c->l, c->jt0[rr], c->jR[rr], g, 0, 0, s->attn_ws + (size_t)thread * s->attn_ws_bytes);
         job_run(&j, c->w);
     }
 }
 
-#define WIDE_CELLS 256 /* cells per kq item of a wide job */
+/* item = (row range, KV head, group of hg query heads): a whole job on one thread */
+static void head_task(void *vctx, int64_t i0, int64_t i1, int thread) {
+    const attn_ctx *c = vctx;
+    const int G = c->l->n_head / c->l->n_head_kv;
+    for (int64_t it = i0; it < i1; it++) {
+        const int hq = (int)(it % c->n_hg), g = (int)(it / c->n_hg % c->n_kv), rr = (int)(it / c->n_hg / c->n_kv);
+        const int hs = hq * c->hg, nh = G - hs < c->hg ? G - hs : c->hg;
+        const g4_session *s = c->w->sess[c->jt0[rr]];
+        attn_job j;
+        job_init(&j, c->w, c->l, c->jt0[rr], c->jR[rr], g, hs, nh, s->attn_ws + (size_t)thread * s->attn_ws_bytes);
+        job_run(&j, c->w);
+    }
+}
+
+#define WIDE_CELLS 64  /* cells per kq item of a wide job (a sliding window's ~544 cells: 9 items) */
 #define WIDE_DIMS 32   /* V channels per kqv item */
 
-static void wide_q_task(void *vctx, int64_t i0, int64_t i1, int thread) {
-    (void)thread;
-    const attn_ctx *c = vctx;
-    job_q(c->wide, c->w, (int)i0, (int)i1);
-}
 static void wide_kq_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     (void)thread;
     const attn_ctx *c = vctx;
     const int64_t n = c->wide->hi - c->wide->lo + 1, b = i1 * WIDE_CELLS < n ? i1 * WIDE_CELLS : n;
-    job_kq(c->wide, c->w->m->kern, i0 * WIDE_CELLS, b);
+    job_kq(c->wide, i0 * WIDE_CELLS, b);
 }
 static void wide_sm_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     (void)thread;
@@ -422,7 +462,7 @@ static void wide_sm_task(void *vctx, int64_t i0, int64_t i1, int thread) {
 static void wide_kqv_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     (void)thread;
     const attn_ctx *c = vctx;
-    job_kqv(c->wide, c->w->m->kern, i0 * WIDE_DIMS, i1 * WIDE_DIMS < c->wide->hd ? i1 * WIDE_DIMS : c->wide->hd);
+    job_kqv(c->wide, i0 * WIDE_DIMS, i1 * WIDE_DIMS < c->wide->hd ? i1 * WIDE_DIMS : c->wide->hd);
 }
 
 /* one job with every phase split over the pool (thread 0's scratch holds the job) */
@@ -430,7 +470,7 @@ static void job_wide(attn_ctx *c, attn_job *j) {
     g4_pool *pool = c->w->m->pool;
     const int nq = j->R * j->G;
     c->wide = j;
-    pool_for(pool, nq, 1, wide_q_task, c);
+    job_q(j, c->w, 0, nq); /* a few hundred values per query: not worth a pool pass */
     pool_for(pool, (j->hi - j->lo + 1 + WIDE_CELLS - 1) / WIDE_CELLS, 1, wide_kq_task, c);
     pool_for(pool, nq, 1, wide_sm_task, c);
     job_v(j);
@@ -439,8 +479,10 @@ static void job_wide(attn_ctx *c, attn_job *j) {
 }
 
 /* Rows [r0, T) cut into jobs: runs of one session's consecutive rows, at most
- * (G4_ATTN_TILE) and what the session's scratch holds. With at least two jobs per thread they run in
- * parallel; otherwise one by one, each spread over the pool (decode: one row, many cells). */
+ * (G4_ATTN_TILE) and what the session's scratch holds. With at least two jobs per thread they
+ * run in parallel. Else, when jobs of 4 query heads (kern.h matmul_f16x's columns per pass)
+ * share out evenly, those run in parallel (decode: E2B's 8 heads on 2 threads, one pass
+ * each, no barrier). Otherwise one by one, each phase spread over the pool. */
 void attn_compute(g4_work *w, const g4_layer *l, int r0, int T) {
     int32_t jt0[1024], jR[1024]; /* n_rows <= 65536 rows, jobs of >= 1 row: bounded below */
     int n_j = 0;
@@ -471,11 +513,18 @@ void attn_compute(g4_work *w, const g4_layer *l, int r0, int T) {
         pool_for(w->m->pool, n_items, 1, tile_task, &c);
         return;
     }
+    c.hg = 4;
+    c.n_hg = (G + c.hg - 1) / c.hg;
+    const int64_t n_head_items = n_items * c.n_hg;
+    if (c.n_hg > 1 && (n_head_items % w->n_threads == 0 || n_head_items >= 2 * (int64_t)w->n_threads)) {
+        pool_for(w->m->pool, n_head_items, 1, head_task, &c);
+        return;
+    }
     for (int k = 0; k < n_j; k++)
         for (int g = 0; g < l->n_head_kv; g++) {
             const g4_session *s = w->sess[jt0[k]];
             attn_job j;
-            job_init(&j, w, l, jt0[k], jR[k], g, s->attn_ws);
+            job_init(&j, w, l, jt0[k], jR[k], g, 0, 0, s->attn_ws);
             if (s->kv_type == G4_TYPE_Q8_0) job_run(&j, w);
             else job_wide(&c, &j);
         }

@@ -143,7 +143,8 @@ struct g4_session {
      * max n_head/n_head_kv query heads */
     uint8_t *attn_ws;       /* [n_threads][attn_ws_bytes]: kq [ws_kq_cap] f32 at 0, p rows  */
     size_t   attn_ws_bytes; /*   in V's dot type at ws_pq, [ws_q_cap] q rows in K's dot    */
-    size_t   ws_pq, ws_qq, ws_o; /* type at ws_qq, [ws_q_cap + 1][head_dim_max] f32 at ws_o  */
+    size_t   ws_pq, ws_qq, ws_o; /* type (F16: room for f32) at ws_qq, [ws_q_cap + 1]       */
+                            /*   [head_dim_max] f32 at ws_o                                 */
     size_t   ws_v;          /* [head_dim_max][ws_v_cells] V hull copy (attention.c job_v)   */
     int32_t  ws_v_cells;    /* 0 when every ring holds every hull                           */
     int64_t  ws_kq_cap;     /* floats of kq: a job's rows x heads x hull cells              */

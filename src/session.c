@@ -125,7 +125,8 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     g4_plan w = {0, 0};
     plan_take(&w, (uint64_t)kq_cap, 4);
     const uint64_t ws_pq = plan_take(&w, (uint64_t)kq_cap, kdt == G4_TYPE_F16 ? 2 : 4);
-    const uint64_t ws_qq = plan_take(&w, (uint64_t)q_cap, kern_act_row_bytes(kdt, hd_max));
+    /* F16 caches: q rows may be f16 values in f32 (attention.c, kern.h matmul_f16x) */
+    const uint64_t ws_qq = plan_take(&w, (uint64_t)q_cap, kdt == G4_TYPE_F16 ? 4 * (uint64_t)hd_max : kern_act_row_bytes(kdt, hd_max));
     const uint64_t ws_o = plan_take(&w, (uint64_t)(q_cap + 1) * (uint64_t)hd_max, 4);
     const uint64_t ws_v = plan_take(&w, (uint64_t)hd_max * (uint64_t)v_hull_max, 4);
     plan_take(&w, 0, 1); /* round the per-thread block up to the alignment */

@@ -12,6 +12,7 @@
  *   gates over the table's range and past +-10, the +-10 edges, f16 rounding ties, signed
  *   zeros, tails): every lookup index and the edges must agree
  * - expsum: every lane kern_expf's, the sum near the exact one, for every table
+ * - matmul_f16x / round_f16: bit for bit the F16 kernels they stand for (f16x)
  * - kern_select: forcing, $G4_ISA, unknown and unrunnable names
  * Set G4_TEST_VERBOSE=1 to print the worst NMSE per table and type.
  */
@@ -260,22 +261,31 @@ static void geglus(const g4_kern *k, const uint16_t *tab) {
 }
 
 /* expsum: every lane is kern_expf's (ggml_v_expf) bit for bit, masked block edges included
- * (any cell0, any n), including the |n| > 126 paths; the sum within 1e-6 of the exact one
- * (its block order is the table's: checked against ggml by oracle_ops / oracle_forward_neon) */
+ * (any cell0, any n), including the |n| > 126 paths, nothing written past n; the sum within
+ * 1e-6 of the exact one (its block order is the table's: checked against ggml by oracle_ops /
+ * oracle_forward_neon), and on the x86 tables bit for bit kern_expsum_x86's */
 static void expsums(const g4_kern *k) {
     T_CHECKF(k->expsum != NULL, "%s: no expsum", k->name);
     if (!k->expsum) return;
     enum { N = 1031 };
-    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    float *x = malloc(N * sizeof *x), *y = malloc((N + 8) * sizeof *y), *z = malloc(N * sizeof *z);
     uint64_t s = 5;
-    int bad = 0, badsum = 0;
+    int bad = 0, badsum = 0, notx86 = 0, guard = 0;
+    const int x86 = strcmp(k->name, "neon") != 0; /* the scalar, AVX2 and AVX-512 tables: AVX2's sums */
     for (int rep = 0; rep < 40; rep++) {
         const int n = rep < 8 ? rep + 1 : N - rep;
         const int64_t cell0 = rep * 3;
         for (int i = 0; i < n; i++) x[i] = -fabsf(gauss(&s)) * (rep % 4 == 3 ? 60.0f : 4.0f);
         x[rep % n] = 0.0f;
         memcpy(y, x, (size_t)n * sizeof *x);
+        for (int i = n; i < n + 8; i++) y[i] = -1.0f;
         const double sum = k->expsum(y, n, cell0);
+        for (int i = n; i < n + 8; i++) guard += y[i] != -1.0f;
+        if (x86) {
+            memcpy(z, x, (size_t)n * sizeof *x);
+            const double zs = kern_expsum_x86(z, n, cell0);
+            notx86 += memcmp(&zs, &sum, sizeof zs) != 0;
+        }
         double exact = 0;
         for (int i = 0; i < n; i++) {
             const float e = kern_expf(x[i]);
@@ -286,7 +296,77 @@ static void expsums(const g4_kern *k) {
     }
     T_CHECKF(bad == 0, "%s: expsum lanes differ from kern_expf in %d values", k->name, bad);
     T_CHECKF(badsum == 0, "%s: expsum sum off in %d of 40 rows", k->name, badsum);
-    free(x); free(y);
+    T_CHECKF(notx86 == 0, "%s: expsum sum differs from kern_expsum_x86's in %d of 40 rows", k->name, notx86);
+    T_CHECKF(guard == 0, "%s: expsum wrote past its n cells (%d)", k->name, guard);
+    free(x); free(y); free(z);
+}
+
+/* matmul_f16x and round_f16 (the attention's F16 cache products): round_f16 is
+ * quantize_act[F16] and back, bit for bit (ties, subnormals, overflow, tails); each
+ * matmul_f16x form gives exactly the bits of the kernel it stands for (matmul[F16],
+ * matmul_grp[F16] or matmul where the table has no grp) on the same values in F16, for odd
+ * lengths, 1 ... 17 columns, padded activation rows and row ranges, writing nothing else. */
+static void f16x(const g4_kern *k) {
+    T_CHECKF(!k->matmul_f16x[0] == !k->round_f16 && !k->matmul_f16x[1] == !k->round_f16, "%s: matmul_f16x and round_f16 come together", k->name);
+    if (!k->round_f16 || !k->matmul[G4_TYPE_F16]) return;
+    const float SENT = -12345.678f;
+    uint64_t s = 91;
+    enum { NR = 2053 };
+    float *a = malloc(NR * sizeof *a), *b = malloc(NR * sizeof *b);
+    uint16_t *h = malloc(NR * sizeof *h);
+    int bad = 0;
+    for (int rep = 0; rep < 12; rep++) {
+        const int n = rep < 6 ? rep * 3 + 1 : NR - rep;
+        for (int i = 0; i < n; i++) {
+            const float g = gauss(&s);
+            a[i] = rep % 4 == 0 ? g * 1e-6f : rep % 4 == 1 ? g * 7e4f : rep % 4 == 2 ? 1.0f + (float)(i % 64) / 4096.0f : g;
+        }
+        memcpy(b, a, (size_t)n * sizeof *a);
+        k->quantize_act[G4_TYPE_F16](a, h, n);
+        k->round_f16(b, n);
+        for (int i = 0; i < n; i++) {
+            const float e = g4_f16_to_f32(h[i]);
+            bad += memcmp(&e, &b[i], sizeof e) != 0;
+        }
+    }
+    T_CHECKF(bad == 0, "%s: round_f16 differs from quantize_act[F16] in %d values", k->name, bad);
+    free(a); free(b); free(h);
+    static const int64_t NIN[] = { 37, 224, 768, 4101 };
+    static const int TOKS[] = { 1, 2, 3, 4, 7, 8, 9, 17 };
+    for (int ni = 0; ni < 4; ni++) {
+        const int64_t n_in = NIN[ni], n_out = 13;
+        const size_t wrb = (size_t)n_in * 2, xrb16 = (size_t)n_in * 2, xrb32 = ((size_t)n_in + 5) * 4;
+        uint8_t *w = malloc(wrb * (size_t)n_out);
+        make_weights(G4_TYPE_F16, 0, n_out, n_in, w, &s);
+        for (int ti = 0; ti < 8; ti++) {
+            const int n_tok = TOKS[ti];
+            const size_t ldy = (size_t)n_out + 3;
+            float *x = malloc(xrb32 * (size_t)n_tok), *y0 = malloc((ldy * (size_t)n_tok + 16) * sizeof *y0),
+                  *y1 = malloc((ldy * (size_t)n_tok + 16) * sizeof *y1);
+            uint8_t *xq = malloc(xrb16 * (size_t)n_tok);
+            for (int t = 0; t < n_tok; t++) {
+                float *xt = (float *)(void *)((uint8_t *)x + (size_t)t * xrb32);
+                for (int64_t i = 0; i < n_in + 5; i++) xt[i] = gauss(&s) * (i % 11 == 0 ? 4.0f : 1.0f);
+                k->quantize_act[G4_TYPE_F16](xt, xq + (size_t)t * xrb16, n_in);
+                k->round_f16(xt, n_in);
+            }
+            for (int form = 0; form < 2; form++) {
+                const g4_matmul_fn base = form && k->matmul_grp[G4_TYPE_F16] ? k->matmul_grp[G4_TYPE_F16] : k->matmul[G4_TYPE_F16];
+                const int64_t ranges[2][2] = { { 0, n_out }, { 2, n_out - 3 } };
+                for (int ri = 0; ri < 2; ri++) {
+                    const int64_t r0 = ranges[ri][0], r1 = ranges[ri][1];
+                    for (size_t i = 0; i < ldy * (size_t)n_tok + 16; i++) y0[i] = y1[i] = SENT;
+                    base(y0, ldy, w, wrb, xq, xrb16, n_in, r0, r1, n_tok);
+                    k->matmul_f16x[form](y1, ldy, w, wrb, x, xrb32, n_in, r0, r1, n_tok);
+                    T_CHECKF(!memcmp(y0, y1, (ldy * (size_t)n_tok + 16) * sizeof *y0),
+                             "%s matmul_f16x[%d] n_in %lld n_tok %d rows [%lld,%lld): not the bits of its F16 kernel", k->name,
+                             form, (long long)n_in, n_tok, (long long)r0, (long long)r1);
+                }
+            }
+            free(x); free(y0); free(y1); free(xq);
+        }
+        free(w);
+    }
 }
 
 static void selection(void) {
@@ -351,5 +431,6 @@ T_GROUP(kern) {
     for (uint32_t h = 0; h < 65536; h++) tab[h] = (uint16_t)(((h * 2654435761u) >> 16) & 0xfbffu);
     for (int i = 0; i < nk; i++) geglus(ks[i], tab);
     for (int i = 0; i < nk; i++) expsums(ks[i]);
+    for (int i = 0; i < nk; i++) f16x(ks[i]);
     free(tab);
 }

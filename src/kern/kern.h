@@ -64,6 +64,14 @@ typedef struct g4_kern {
     /* F16 weights: 1 = pick's kernels accumulate in fp16 lanes (llama.cpp's arm64 fp16 build,
      * quant_dot_f16_fp16: tinyBLAS order when pick gives it for N >= 8, else vec_dot's) */
     int             f16_lanes;
+    /* F16 weights times f32 activation rows whose values are all f16 values (round_f16's
+     * output; xq_row_bytes a multiple of 4): bit for bit what matmul[F16] ([0]) and
+     * matmul_grp[F16] ([1]) give on those values in F16, without converting the activations
+     * again for every weight row (the attention's F16 K and V caches times q and p, reused
+     * over thousands of cells). NULL = not in this table: convert to F16. */
+    g4_matmul_fn    matmul_f16x[2];
+    void          (*round_f16)(float *x, int64_t n); /* x[i] = f32(f16(x[i])), nearest even, as
+                                                      * quantize_act[F16]; set with matmul_f16x */
     g4_geglu_fn     geglu;                         /* never NULL (kern_geglu_ref at least) */
     g4_expsum_fn    expsum;                        /* never NULL */
 } g4_kern;

@@ -43,6 +43,25 @@ DEF_MM(q5_K, G4_TYPE_Q5_K)
 DEF_MM(q6_K, G4_TYPE_Q6_K)
 DEF_MM(iq4_xs, G4_TYPE_IQ4_XS)
 
+/* matmul_f16x (kern.h): quant_vec_dot's F16 sum on activations given as their f32 values */
+static void mmx_f16_ref(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes,
+                        const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1,
+                        int n_tok) {
+    const float *x = xq;
+    const size_t xs = xq_row_bytes / sizeof(float);
+    for (int64_t r = row0; r < row1; r++) {
+        const uint8_t *wr = w + (size_t)r * w_row_bytes;
+        for (int t = 0; t < n_tok; t++) {
+            double s = 0.0;
+            for (int64_t i = 0; i < n_in; i++) s += (double)(g4_f16_to_f32(quant_rd16(wr + 2 * i)) * x[(size_t)t * xs + (size_t)i]);
+            y[(size_t)t * ldy + (size_t)r] = (float)s;
+        }
+    }
+}
+static void round_f16_ref(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] = g4_f16_to_f32(g4_f32_to_f16(x[i]));
+}
+
 static void act_f32(const float *restrict x, void *restrict y, int64_t n) { quant_act_f32(x, y, n); }
 static void act_f16(const float *restrict x, void *restrict y, int64_t n) { quant_act_f16(x, y, n); }
 static void act_bf16(const float *restrict x, void *restrict y, int64_t n) { quant_act_bf16(x, y, n); }
@@ -69,6 +88,8 @@ static const g4_kern TABLE = {
     .pick = kern_pick_x86,
     .expsum = kern_expsum_x86,
     .matmul = { KERN_REF_MATMUL_ALL },
+    .matmul_f16x = { mmx_f16_ref, mmx_f16_ref },
+    .round_f16 = round_f16_ref,
     .quantize_act = {
         [G4_TYPE_F32] = act_f32, [G4_TYPE_F16] = act_f16, [G4_TYPE_BF16] = act_bf16,
         [G4_TYPE_Q8_0] = act_q8_0, [G4_TYPE_Q8_1] = act_q8_1, [G4_TYPE_Q8_K] = act_q8_K,

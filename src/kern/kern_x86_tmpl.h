@@ -1249,6 +1249,107 @@ DEF_MM(bf16)
 DEF_MM(f32_tb)
 DEF_MM(f16_tb)
 DEF_MM(bf16_tb)
+
+/* ==== F16 weights x f32 activations holding f16 values (kern.h matmul_f16x) ====
+ * The products and sums of dot_f16 / dot_f16_tb, lane for lane: an f16 activation converted
+ * to f32 is the f32 given here, so only where the conversion happens changes. Each weight
+ * vector is converted once for T columns (4 in vec_dot's 4 x 8 lanes: 16 accumulators, one
+ * spilled, measured faster than 3 on Zen 1; 8 in tinyBLAS's one chain), the columns are
+ * loaded as they are. */
+KINLINE void dotx_f16(const uint8_t *restrict w, const float *restrict x, size_t xs, int64_t n, const int T,
+                      float *restrict out) {
+    __m256 s4[4][4];
+    KUNROLL
+    for (int t = 0; t < T; t++)
+        KUNROLL
+        for (int j = 0; j < 4; j++) s4[t][j] = _mm256_setzero_ps();
+    const int64_t np = n & ~(int64_t)31;
+    for (int64_t i = 0; i < np; i += 32) {
+        KUNROLL
+        for (int j = 0; j < 4; j++) {
+            const __m256 wv = ld_f16(w + (i + 8 * j) * 2);
+            KUNROLL
+            for (int t = 0; t < T; t++) s4[t][j] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + (size_t)t * xs + i + 8 * j), s4[t][j]);
+        }
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) {
+        __m256 a = _mm256_add_ps(s4[t][0], s4[t][2]), b = _mm256_add_ps(s4[t][1], s4[t][3]);
+        a = _mm256_add_ps(a, b);
+        double sf = (double)red4_hadd(_mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1)));
+        for (int64_t i = np; i < n; i++) sf = sf + (double)(h2f(w + i * 2) * x[(size_t)t * xs + i]);
+        out[t] = (float)sf;
+    }
+}
+KINLINE void dotx_f16_tb(const uint8_t *restrict w, const float *restrict x, size_t xs, int64_t n, const int T,
+                         float *restrict out) {
+    __m256 acc[8];
+    KUNROLL
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i += 8) {
+        const __m256 wv = ld_f16(w + i * 2);
+        KUNROLL
+        for (int t = 0; t < T; t++) acc[t] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + (size_t)t * xs + i), acc[t]);
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
+}
+/* Drivers: each weight row (a cache row, in L1) passes under every column group. */
+static void mmx_f16(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, const void *restrict xq,
+                    size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
+    const float *x = xq;
+    const size_t xs = xq_row_bytes / sizeof(float);
+    float o[4];
+    for (int64_t r = row0; r < row1; r++) {
+        const uint8_t *wr = w + (size_t)r * w_row_bytes;
+        for (int t = 0; t < n_tok; t += 4) {
+            const float *xt = x + (size_t)t * xs;
+            const int nt = n_tok - t < 4 ? n_tok - t : 4;
+            switch (nt) {
+            case 4: dotx_f16(wr, xt, xs, n_in, 4, o); break;
+            case 3: dotx_f16(wr, xt, xs, n_in, 3, o); break;
+            case 2: dotx_f16(wr, xt, xs, n_in, 2, o); break;
+            default: dotx_f16(wr, xt, xs, n_in, 1, o); break;
+            }
+            for (int k = 0; k < nt; k++) y[(size_t)(t + k) * ldy + (size_t)r] = o[k];
+        }
+    }
+}
+static void mmx_f16_tb(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, const void *restrict xq,
+                       size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
+    if (n_in % 8) { /* as dot_f16_tb: tinyBLAS needs k % 8 == 0, llama.cpp falls back to vec_dot */
+        mmx_f16(y, ldy, w, w_row_bytes, xq, xq_row_bytes, n_in, row0, row1, n_tok);
+        return;
+    }
+    const float *x = xq;
+    const size_t xs = xq_row_bytes / sizeof(float);
+    float o[8];
+    for (int64_t r = row0; r < row1; r++) {
+        const uint8_t *wr = w + (size_t)r * w_row_bytes;
+        for (int t = 0; t < n_tok; t += 8) {
+            const float *xt = x + (size_t)t * xs;
+            const int nt = n_tok - t < 8 ? n_tok - t : 8;
+            switch (nt) {
+            case 8: dotx_f16_tb(wr, xt, xs, n_in, 8, o); break;
+            case 7: dotx_f16_tb(wr, xt, xs, n_in, 7, o); break;
+            case 6: dotx_f16_tb(wr, xt, xs, n_in, 6, o); break;
+            case 5: dotx_f16_tb(wr, xt, xs, n_in, 5, o); break;
+            case 4: dotx_f16_tb(wr, xt, xs, n_in, 4, o); break;
+            case 3: dotx_f16_tb(wr, xt, xs, n_in, 3, o); break;
+            case 2: dotx_f16_tb(wr, xt, xs, n_in, 2, o); break;
+            default: dotx_f16_tb(wr, xt, xs, n_in, 1, o); break;
+            }
+            for (int k = 0; k < nt; k++) y[(size_t)(t + k) * ldy + (size_t)r] = o[k];
+        }
+    }
+}
+static void round_f16_x86(float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+    for (; i < n; i++) x[i] = g4_f16_to_f32(g4_f32_to_f16(x[i]));
+}
+
 DEF_MM_B32(q8_0, 34)
 DEF_MM_B32(q5_0, 22)
 #if defined(KX_ZMM)
@@ -1408,13 +1509,57 @@ static void geglu_x86(float *restrict g, const float *restrict up, const uint16_
     if (i < n) kern_geglu_ref(g + i, up + i, tab, n - i);
 }
 
+/* ==== Softmax exponentials (kern.h expsum): vec.h ggml_v_expf (AVX2 + FMA), op for op ====
+ * Lane for lane kern_expf (kern_exp.c); lanes of a vector with |n| > 126 are redone by it.
+ * The sums as kern_expsum_x86: 8-cell blocks aligned on the row, hsum_ps order
+ * ((c0+c4)+(c2+c6))+((c1+c5)+(c3+c7)), each added to a double; masked cells are +0. The
+ * AVX-512 table runs these too (llama.cpp's AVX-512 build has its own ggml_v_expf: issue 12). */
+KINLINE __m256 v_expf(__m256 x, int *big) {
+    const __m256 r = _mm256_set1_ps(0x1.8p23f);
+    const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
+    const __m256 n = _mm256_sub_ps(z, r);
+    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f), _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+    const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
+    const __m256 k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_castps_si256(_mm256_set1_ps(1.0f))));
+    const __m256 c = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), n), _mm256_set1_ps(126.0f), _CMP_GT_OQ);
+    const __m256 u = _mm256_mul_ps(b, b);
+    const __m256 j = _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                                                     _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
+                                     u, _mm256_mul_ps(_mm256_set1_ps(0x1.ffffecp-1f), b));
+    *big = _mm256_movemask_ps(c);
+    return _mm256_fmadd_ps(j, k, k);
+}
+static double expsum_x86v(float *x, int64_t n, int64_t cell0) {
+    double sum = 0.0;
+    for (int64_t i = -(cell0 % 8); i < n; i += 8) {
+        const int whole = i >= 0 && i + 8 <= n;
+        float c[8]; /* the block; cells outside [0, n) are masked: they enter as 0, leave as +0 */
+        if (whole) memcpy(c, x + i, sizeof c);
+        else for (int q = 0; q < 8; q++) c[q] = i + q >= 0 && i + q < n ? x[i + q] : 0.0f;
+        int big;
+        const __m256 v = v_expf(_mm256_loadu_ps(c), &big);
+        float e[8];
+        _mm256_storeu_ps(e, v);
+        if (big) /* rare: a score below the row max by more than 87 */
+            for (int q = 0; q < 8; q++) if (big >> q & 1) e[q] = kern_expf(c[q]);
+        if (whole) memcpy(x + i, e, sizeof e);
+        else
+            for (int q = 0; q < 8; q++) {
+                if (i + q >= 0 && i + q < n) x[i + q] = e[q];
+                else e[q] = 0.0f;
+            }
+        sum += (double)hsum_ps(_mm256_loadu_ps(e));
+    }
+    return sum;
+}
+
 /* ==== Table ==== */
 
 static const g4_kern TABLE = {
     .name = KX_NAME,
     .geglu = geglu_x86,
     .pick = kern_pick_x86,
-    .expsum = kern_expsum_x86,
+    .expsum = expsum_x86v,
     .matmul = {
         [G4_TYPE_F32] = mm_f32, [G4_TYPE_F16] = mm_f16, [G4_TYPE_BF16] = mm_bf16,
         [G4_TYPE_Q8_0] = mm_q8_0, [G4_TYPE_Q4_0] = mm_q4_0, [G4_TYPE_Q5_0] = mm_q5_0,
@@ -1432,6 +1577,8 @@ static const g4_kern TABLE = {
         [G4_TYPE_F32] = act_f32, [G4_TYPE_F16] = act_f16, [G4_TYPE_BF16] = act_bf16,
         [G4_TYPE_Q8_0] = act_q8_0, [G4_TYPE_Q8_1] = act_q8_1, [G4_TYPE_Q8_K] = act_q8_K,
     },
+    .matmul_f16x = { mmx_f16, mmx_f16_tb },
+    .round_f16 = round_f16_x86,
 };
 
 const g4_kern *KX(kern_table)(void) { return &TABLE; }

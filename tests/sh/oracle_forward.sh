@@ -137,9 +137,10 @@ case_check() {
         $nogood "$name: llama.cpp gave no result (see $B/test-oracle_forward.err)"; return
     fi
     ub=16; [ -f "$tmp/$name.ub" ] && ub=$(cat "$tmp/$name.ub")
+    g4x=; [ -f "$tmp/$name.g4args" ] && g4x=$(cat "$tmp/$name.g4args")
     stats=; [ -f "$tmp/$name.cov" ] && [ "$pr" = pin ] && stats=--expert-stats
     if ! with_isa "$isa" "$G4" run -m "$tmp/$name.gguf" -p "$(prompt_of "$name")" --ids -n $N --temp 0 -t 1 --ubatch "$ub" \
-            --cache-type "$kv" --dump-logits "$tmp/$name.$sfx.g4.f32" $stats >"$tmp/$name.$sfx.g4.ids" 2>"$tmp/$name.g4.err"; then
+            --cache-type "$kv" $g4x --dump-logits "$tmp/$name.$sfx.g4.f32" $stats >"$tmp/$name.$sfx.g4.ids" 2>"$tmp/$name.g4.err"; then
         $nogood "$name: g4 run failed: $(tail -n 1 "$tmp/$name.g4.err")"; return
     fi
     if [ -n "$stats" ]; then # every expert of the covered layers routed by the prompt
@@ -207,6 +208,13 @@ case_add q5_k_v8k     Q f32 --type q5_k $D256 --vocab 8192
 awk 'BEGIN { s = 11; printf "2"; for (i = 1; i < 1100; i++) { s = (s * 48271) % 2147483647;
      printf ",%d", 16 + s % 240 } print "" }' >"$tmp/long_swa.prompt"
 case_add long_swa     F f32 --ctx 2048
+# 4200 ids with an F16 cache: the full layers' queries attend to more than 4096 cells, in
+# prompt chunks (tinyBLAS order) and decoding (vec_dot order) through the kernels' forms
+# that take q and p as f16 values in f32 (kern.h matmul_f16x)
+awk 'BEGIN { s = 13; printf "2"; for (i = 1; i < 4200; i++) { s = (s * 48271) % 2147483647;
+     printf ",%d", 16 + s % 240 } print "" }' >"$tmp/long_f16.prompt"
+echo "-c 8192" >"$tmp/long_f16.g4args"
+case_add long_f16     F f16 --ctx 8192
 # IQ4_NL: llama.cpp's repacked iq4_nl_8x8 kernels; IQ4_XS: its IQ panel gemm (iqp.cpp) for the
 # 40-token prompt (ops with >= 8 columns), ggml_vec_dot_iq4_xs_q8_K when decoding
 case_add iq4_nl       Q f32 --type iq4_nl $D32
