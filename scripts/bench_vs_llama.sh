@@ -11,7 +11,9 @@
 # of weights a decoded token reads (g4 bench's decode_bytes).
 # The header says which g4 table ran and which llama.cpp (native build, commit, its CPU feature
 # line from llama_print_system_info).
-# Options (environment): PP, TG, THREADS (1,2); LLAMA_NPM=1 adds the npm prebuilt (through
+# Options (environment): PP, TG, THREADS (1,2); DEPTH=LIST (both engines' -d / --n-depth: each
+# test runs after LIST tokens are in the cache, e.g. DEPTH=0,4096; llama.cpp fills the depth
+# before every repetition, so this is slow); REPS (3, repetitions per round); LLAMA_NPM=1 adds the npm prebuilt (through
 # tests/oracle/bench_llama.mjs) as a third column, for reference only; BATCHED=1 adds
 # llama-batched-bench -npp 128 -ntg 32 -npl 1,4,8 -t 2 (llama.cpp's aggregate decode over
 # parallel sequences).
@@ -20,7 +22,8 @@
 B=${1:-build}
 M=${2:-$B/bench-e2b-q4_k_m.gguf}
 ROUNDS=${3:-3}
-PP=${PP:-256}; TG=${TG:-64}; THREADS=${THREADS:-1,2}
+PP=${PP:-256}; TG=${TG:-64}; THREADS=${THREADS:-1,2}; REPS=${REPS:-3}
+DARG=; [ -n "$DEPTH" ] && DARG="-d $DEPTH"
 set -e
 command -v python3 >/dev/null 2>&1 || { echo "bench_vs_llama: needs python3" >&2; exit 1; }
 LB=$(sh scripts/llama_native.sh "$B")
@@ -32,7 +35,7 @@ LIBLLAMA=$(ls "$LB"/libllama.so "$LB"/../lib/libllama.so 2>/dev/null | head -n 1
 sysinfo=$(python3 -c 'import ctypes, sys; l = ctypes.CDLL(sys.argv[1]); l.llama_print_system_info.restype = ctypes.c_char_p
 print(l.llama_print_system_info().decode().strip())' "$LIBLLAMA" 2>/dev/null || echo "unknown")
 version=$("$LB/llama-bench" --version 2>&1 | head -n 1)
-echo "model: $M ($(du -h "$M" | cut -f1)), pp$PP tg$TG, threads $THREADS, $ROUNDS alternating rounds"
+echo "model: $M ($(du -h "$M" | cut -f1)), pp$PP tg$TG${DEPTH:+ at depths $DEPTH}, threads $THREADS, $ROUNDS alternating rounds of -r $REPS"
 echo "llama.cpp: native build in $LB ($version); $sysinfo"
 cpu() { sed -n "s/^$1[[:space:]]*: //p" /proc/cpuinfo | head -n 1; }
 isa=$(grep -o -w -E 'avx2|avx512f|avx512_vnni|avx512_bf16|avx_vnni' /proc/cpuinfo | sort -u | tr '\n' ' ')
@@ -43,9 +46,9 @@ cat "$M" >/dev/null # page the file in once for both engines
 r=1
 while [ $r -le "$ROUNDS" ]; do
     echo "round $r: g4" >&2
-    "$B/g4" bench -m "$M" -t "$THREADS" -p "$PP" -n "$TG" -r 3 -o json >"$out/g4-$r.json" 2>"$out/g4-$r.err"
+    "$B/g4" bench -m "$M" -t "$THREADS" -p "$PP" -n "$TG" $DARG -r "$REPS" -o json >"$out/g4-$r.json" 2>"$out/g4-$r.err"
     echo "round $r: llama.cpp (native llama-bench)" >&2
-    "$LB/llama-bench" -m "$M" -t "$THREADS" -p "$PP" -n "$TG" -r 3 -o json >"$out/llama-$r.json" 2>"$out/llama-$r.err"
+    "$LB/llama-bench" -m "$M" -t "$THREADS" -p "$PP" -n "$TG" $DARG -r "$REPS" -o json >"$out/llama-$r.json" 2>"$out/llama-$r.err"
     if [ -n "$LLAMA_NPM" ]; then
         echo "round $r: llama.cpp (npm prebuilt)" >&2
         node tests/oracle/bench_llama.mjs -m "$M" -t "$THREADS" -p "$PP" -n "$TG" -r 3 >"$out/npm-$r.json" 2>"$out/npm-$r.err"
@@ -71,7 +74,8 @@ def rows(pre):
         except Exception: pass
     return out
 eng = {"g4": rows("g4"), "llama": rows("llama"), "npm": rows("npm")}
-key = lambda r: (r["n_threads"], "pp%d" % r["n_prompt"] if r["n_prompt"] else "tg%d" % r["n_gen"])
+key = lambda r: (r["n_threads"], ("pp%d" % r["n_prompt"] if r["n_prompt"] else "tg%d" % r["n_gen"]) +
+                 (" @ d%d" % r["n_depth"] if r.get("n_depth") else ""))
 tables = sorted({r.get("kernels", "?") for r in eng["g4"]})
 print("g4: kernel table %s" % ", ".join(tables))
 groups = {}
@@ -101,7 +105,7 @@ for t, label in ((1, "1 thread"), (2, "2 threads")):
     bw = [float(m.group(1)) for f in ("dram-0.txt", "dram-1.txt") for m in [re.search(r"DRAM read, %s[^:]*: ([\d.]+) GB/s median" % label, rd(f))] if m]
     if not bw or dbytes <= 0: continue
     ceil = statistics.mean(bw) * 1e9 / dbytes
-    tg = [med([r["avg_ts"] for r in groups[k].get(e, [])]) for k in groups if k[0] == t and k[1].startswith("tg") for e in ("g4", "llama")]
+    tg = [med([r["avg_ts"] for r in groups[k].get(e, [])]) for k in groups if k[0] == t and k[1].startswith("tg") and "@" not in k[1] for e in ("g4", "llama")]
     share = "" if len(tg) < 2 else "; tg at %s: g4 %.0f%%, llama.cpp native %.0f%% of it" % (label, 100 * tg[0] / ceil, 100 * tg[1] / ceil)
     print("\ndecode ceiling, %s: DRAM read %s GB/s (before / after) / %.3f GB of weights per token = %.2f t/s%s" %
           (label, " / ".join("%.1f" % x for x in bw), dbytes / 1e9, ceil, share))

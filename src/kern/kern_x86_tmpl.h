@@ -1272,11 +1272,19 @@ KINLINE void dotx_f16(const uint8_t *restrict w, const float *restrict x, size_t
             for (int t = 0; t < T; t++) s4[t][j] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + (size_t)t * xs + i + 8 * j), s4[t][j]);
         }
     }
+    __m128 h[4];
     KUNROLL
     for (int t = 0; t < T; t++) {
-        __m256 a = _mm256_add_ps(s4[t][0], s4[t][2]), b = _mm256_add_ps(s4[t][1], s4[t][3]);
-        a = _mm256_add_ps(a, b);
-        double sf = (double)red4_hadd(_mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1)));
+        const __m256 a = _mm256_add_ps(_mm256_add_ps(s4[t][0], s4[t][2]), _mm256_add_ps(s4[t][1], s4[t][3]));
+        h[t] = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    }
+    if (T == 4 && np == n) { /* red4_hadd of the 4 columns at once, lane t = column t; no tail */
+        _mm_storeu_ps(out, _mm_hadd_ps(_mm_hadd_ps(h[0], h[1]), _mm_hadd_ps(h[2], h[3])));
+        return;
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) {
+        double sf = (double)red4_hadd(h[t]);
         for (int64_t i = np; i < n; i++) sf = sf + (double)(h2f(w + i * 2) * x[(size_t)t * xs + i]);
         out[t] = (float)sf;
     }
