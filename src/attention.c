@@ -280,8 +280,7 @@ static void job_init(attn_job *j, g4_work *w, const g4_layer *l, int t0, int R, 
     j->kq_fn = s->kv_type == G4_TYPE_F16 ? kern_pick(kern, G4_TYPE_F16, j->seq_n, 0, j->hd, 256, KERN_PLAIN)
                                          : kern->matmul[s->kv_type];
     j->kqv_fn = kern_pick(kern, s->kv_type, j->seq_n, 0, j->NW, j->hd, KERN_PLAIN);
-    const g4_matmul_fn kqx = s->kv_type == G4_TYPE_F16 ? f16x_form(kern, j->kq_fn) : NULL;
-    const g4_matmul_fn kqvx = s->kv_type == G4_TYPE_F16 ? f16x_form(kern, j->kqv_fn) : NULL;
+    const g4_matmul_fn kqx = f16x_form(kern, j->kq_fn), kqvx = f16x_form(kern, j->kqv_fn);
     j->kq_x = kqx != NULL;
     j->kqv_x = kqvx != NULL;
     if (kqx) j->kq_fn = kqx;
@@ -416,23 +415,13 @@ typedef struct attn_ctx {
     const g4_layer *l;
     const int32_t *jt0, *jR; /* [n_jobs / n_head_kv] row ranges */
     int n_kv;
-    int hg, n_hg;            /* head jobs: hg query heads each, n_hg per KV head */
+    int hg, n_hg;            /* jobs of hg query heads each, n_hg per KV head */
     attn_job *wide;          /* the one job of a wide phase */
 } attn_ctx;
 
+/* item = (row range, KV head, group of hg query heads; hg = G: all of them): a whole job on
+ * one thread */
 static void tile_task(void *vctx, int64_t i0, int64_t i1, int thread) {
-    const attn_ctx *c = vctx;
-    for (int64_t it = i0; it < i1; it++) {
-        const int rr = (int)(it / c->n_kv), g = (int)(it % c->n_kv);
-        const g4_session *s = c->w->sess[c->jt0[rr]];
-        attn_job j;
-        job_init(&j, c->w, c->l, c->jt0[rr], c->jR[rr], g, 0, 0, s->attn_ws + (size_t)thread * s->attn_ws_bytes);
-        job_run(&j, c->w);
-    }
-}
-
-/* item = (row range, KV head, group of hg query heads): a whole job on one thread */
-static void head_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     const attn_ctx *c = vctx;
     const int G = c->l->n_head / c->l->n_head_kv;
     for (int64_t it = i0; it < i1; it++) {
@@ -498,7 +487,7 @@ void attn_compute(g4_work *w, const g4_layer *l, int r0, int T) {
             R++;
         }
         if (n_j == (int)(sizeof jt0 / sizeof jt0[0])) { /* flush a full list */
-            attn_ctx c = { .w = w, .l = l, .jt0 = jt0, .jR = jR, .n_kv = l->n_head_kv };
+            attn_ctx c = { .w = w, .l = l, .jt0 = jt0, .jR = jR, .n_kv = l->n_head_kv, .hg = G, .n_hg = 1 };
             pool_for(w->m->pool, (int64_t)n_j * l->n_head_kv, 1, tile_task, &c);
             n_j = 0;
         }
@@ -507,7 +496,7 @@ void attn_compute(g4_work *w, const g4_layer *l, int r0, int T) {
         n_j++;
         t += R;
     }
-    attn_ctx c = { .w = w, .l = l, .jt0 = jt0, .jR = jR, .n_kv = l->n_head_kv };
+    attn_ctx c = { .w = w, .l = l, .jt0 = jt0, .jR = jR, .n_kv = l->n_head_kv, .hg = G, .n_hg = 1 };
     const int64_t n_items = (int64_t)n_j * l->n_head_kv;
     if (n_items >= 2 * (int64_t)w->n_threads || w->n_threads == 1) {
         pool_for(w->m->pool, n_items, 1, tile_task, &c);
@@ -517,7 +506,7 @@ void attn_compute(g4_work *w, const g4_layer *l, int r0, int T) {
     c.n_hg = (G + c.hg - 1) / c.hg;
     const int64_t n_head_items = n_items * c.n_hg;
     if (c.n_hg > 1 && (n_head_items % w->n_threads == 0 || n_head_items >= 2 * (int64_t)w->n_threads)) {
-        pool_for(w->m->pool, n_head_items, 1, head_task, &c);
+        pool_for(w->m->pool, n_head_items, 1, tile_task, &c);
         return;
     }
     for (int k = 0; k < n_j; k++)

@@ -1302,26 +1302,25 @@ KINLINE void dotx_f16_tb(const uint8_t *restrict w, const float *restrict x, siz
     KUNROLL
     for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
 }
-/* Drivers: each weight row (a cache row, in L1) passes under every column group. */
+/* Drivers: each weight row (a cache row, in L1) passes under every column group of <= TM
+ * columns; DOTS(nt) dots the group xt of nt columns into o (nt a constant in each case). */
+#define MMX_DRIVER(TM, DOTS)                                                                     \
+    const float *x = xq;                                                                         \
+    const size_t xs = xq_row_bytes / sizeof(float);                                              \
+    float o[TM];                                                                                 \
+    for (int64_t r = row0; r < row1; r++) {                                                      \
+        const uint8_t *wr = w + (size_t)r * w_row_bytes;                                         \
+        for (int t = 0; t < n_tok; t += TM) {                                                    \
+            const float *xt = x + (size_t)t * xs;                                                \
+            const int nt = n_tok - t < TM ? n_tok - t : TM;                                      \
+            DOTS                                                                                 \
+            for (int k = 0; k < nt; k++) y[(size_t)(t + k) * ldy + (size_t)r] = o[k];           \
+        }                                                                                        \
+    }
+#define MMX_CASE(FN, k) case k: FN(wr, xt, xs, n_in, k, o); break;
 static void mmx_f16(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, const void *restrict xq,
                     size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
-    const float *x = xq;
-    const size_t xs = xq_row_bytes / sizeof(float);
-    float o[4];
-    for (int64_t r = row0; r < row1; r++) {
-        const uint8_t *wr = w + (size_t)r * w_row_bytes;
-        for (int t = 0; t < n_tok; t += 4) {
-            const float *xt = x + (size_t)t * xs;
-            const int nt = n_tok - t < 4 ? n_tok - t : 4;
-            switch (nt) {
-            case 4: dotx_f16(wr, xt, xs, n_in, 4, o); break;
-            case 3: dotx_f16(wr, xt, xs, n_in, 3, o); break;
-            case 2: dotx_f16(wr, xt, xs, n_in, 2, o); break;
-            default: dotx_f16(wr, xt, xs, n_in, 1, o); break;
-            }
-            for (int k = 0; k < nt; k++) y[(size_t)(t + k) * ldy + (size_t)r] = o[k];
-        }
-    }
+    MMX_DRIVER(4, switch (nt) { MMX_CASE(dotx_f16, 4) MMX_CASE(dotx_f16, 3) MMX_CASE(dotx_f16, 2) default: dotx_f16(wr, xt, xs, n_in, 1, o); })
 }
 static void mmx_f16_tb(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, const void *restrict xq,
                        size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
@@ -1329,27 +1328,9 @@ static void mmx_f16_tb(float *restrict y, size_t ldy, const uint8_t *restrict w,
         mmx_f16(y, ldy, w, w_row_bytes, xq, xq_row_bytes, n_in, row0, row1, n_tok);
         return;
     }
-    const float *x = xq;
-    const size_t xs = xq_row_bytes / sizeof(float);
-    float o[8];
-    for (int64_t r = row0; r < row1; r++) {
-        const uint8_t *wr = w + (size_t)r * w_row_bytes;
-        for (int t = 0; t < n_tok; t += 8) {
-            const float *xt = x + (size_t)t * xs;
-            const int nt = n_tok - t < 8 ? n_tok - t : 8;
-            switch (nt) {
-            case 8: dotx_f16_tb(wr, xt, xs, n_in, 8, o); break;
-            case 7: dotx_f16_tb(wr, xt, xs, n_in, 7, o); break;
-            case 6: dotx_f16_tb(wr, xt, xs, n_in, 6, o); break;
-            case 5: dotx_f16_tb(wr, xt, xs, n_in, 5, o); break;
-            case 4: dotx_f16_tb(wr, xt, xs, n_in, 4, o); break;
-            case 3: dotx_f16_tb(wr, xt, xs, n_in, 3, o); break;
-            case 2: dotx_f16_tb(wr, xt, xs, n_in, 2, o); break;
-            default: dotx_f16_tb(wr, xt, xs, n_in, 1, o); break;
-            }
-            for (int k = 0; k < nt; k++) y[(size_t)(t + k) * ldy + (size_t)r] = o[k];
-        }
-    }
+    MMX_DRIVER(8, switch (nt) { MMX_CASE(dotx_f16_tb, 8) MMX_CASE(dotx_f16_tb, 7) MMX_CASE(dotx_f16_tb, 6) MMX_CASE(dotx_f16_tb, 5)
+                                MMX_CASE(dotx_f16_tb, 4) MMX_CASE(dotx_f16_tb, 3) MMX_CASE(dotx_f16_tb, 2)
+                                default: dotx_f16_tb(wr, xt, xs, n_in, 1, o); })
 }
 static void round_f16_x86(float *x, int64_t n) {
     int64_t i = 0;
