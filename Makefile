@@ -234,8 +234,9 @@ bench-vs-llama: all bench-model
 # speculative decoding: the verify/draft cost curve, and g4 next to native llama.cpp's
 # speculative-simple (built from LLAMA_SRC against LLAMA_BIN) with the same drafter rules
 BENCH_ASSISTANT ?= $(B)/bench-e2b-assistant.gguf
+# LOOP=1: on a script-loop device instead (equal, high acceptance in both engines; scripts/bench_spec.sh)
 bench-spec: all bench-model
-	sh scripts/bench_spec.sh $(B) $(BENCH_MODEL) $(BENCH_ASSISTANT)
+	LOOP=$(LOOP) sh scripts/bench_spec.sh $(B) $(if $(filter 1,$(LOOP)),,$(BENCH_MODEL) $(BENCH_ASSISTANT))
 # the same for the rest of the family, at full width and reduced depth (~3 GB each): the 26B-A4B
 # mixture of experts (the first 6 of its 30 layers, 128 experts top 8) and the dense 31B (the
 # first 6 of its 60 layers); real vocabulary, Q4_K_M mix, rows drawn from 64 per tensor

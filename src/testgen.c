@@ -31,6 +31,7 @@ typedef struct gen {
     int    hd_full;
     int32_t *pred;         /* [n_vocab] script models: the token after which row r of the head is
                             * the next token (-1 = none) */
+    int32_t loop_first, loop_last; /* script_loop: loop_first's row also follows loop_last */
 } gen;
 
 #define SCRIPT_GAIN 2.0f   /* head row = gain x embedding of the previous token */
@@ -397,6 +398,14 @@ static void gen_row(const gen *g, const tspec *t, int64_t r, float *x) {
         snprintf(e.name, sizeof e.name, "token_embd.weight");
         e.kind = K_EMBED;
         gen_row(g, &e, g->pred[r], x);
+        if (g->o->script_loop && r == g->loop_first) { /* after the last token as well as after "\n" */
+            float *y = malloc((size_t)t->ne0 * sizeof *y);
+            if (y) {
+                gen_row(g, &e, g->loop_last, y);
+                for (int64_t i = 0; i < t->ne0; i++) x[i] += y[i];
+            }
+            free(y);
+        }
         for (int64_t i = 0; i < t->ne0; i++) x[i] *= SCRIPT_GAIN;
         return;
     }
@@ -444,7 +453,10 @@ static int fill(void *ud, size_t idx, void *dst, size_t nbytes) {
     if (!x || (twin && !q)) { free(x); free(q); return -1; }
     /* fast fill: only the first FAST_POOL rows are generated; the others copy one of them */
     /* (never for the router: repeated router rows would tie experts and leave some unused) */
-    int64_t gen_rows = g->o->fast_fill && t->kind != K_ROPE && t->kind != K_ROUTER && rows > FAST_POOL ? FAST_POOL : rows;
+    /* (nor for a script model's embeddings and head, whose rows must all differ) */
+    const int whole = t->kind == K_ROPE || t->kind == K_ROUTER ||
+                      (g->pred && (!strcmp(t->name, "token_embd.weight") || !strcmp(t->name, "output.weight")));
+    int64_t gen_rows = g->o->fast_fill && !whole && rows > FAST_POOL ? FAST_POOL : rows;
     int rc = 0;
     for (int64_t r = 0; r < gen_rows && !rc; r++) {
         uint8_t *out = (uint8_t *)dst + (size_t)r * rb;
@@ -510,11 +522,13 @@ static g4_status script_chain(gen *g, const vocab *v, char *err, size_t errlen) 
             return g4_errf(G4_ERR_ARG, err, errlen, "testgen: script: no unused token spells byte %zu ('%c') of '%s'", pos, s[pos], s);
         }
         g->pred[best] = prev;
+        if (!pos) g->loop_first = best;
         used[best] = 1;
         prev = best;
         pos += best_len;
     }
-    g->pred[1] = prev; /* then <eos> */
+    if (g->o->script_loop) g->loop_last = prev; /* then the first token again, no <eos> */
+    else g->pred[1] = prev;                     /* then <eos> */
     free(used);
     return G4_OK;
 }
@@ -662,7 +676,8 @@ static g4_status build(gguf_writer *w, gen *g, vocab *v, char *err, size_t errle
 static g4_status run(const char *path, void **buf, size_t *len, const g4_testgen_opts *in, char *err, size_t errlen) {
     g4_testgen_opts o = *in;
     testgen_defaults(&o);
-    if (o.script) o.untied = 1, o.fast_fill = 0;
+    if (o.script_loop && !o.script) return g4_errf(G4_ERR_ARG, err, errlen, "testgen: script_loop needs a script");
+    if (o.script) o.untied = 1;
     gen g = { .o = &o, .hd_full = o.head_dim_full };
     vocab v = {0};
     gguf_writer *w = gguf_writer_new();

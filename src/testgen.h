@@ -64,6 +64,10 @@ typedef struct g4_testgen_opts {
      * scaled by 1e-4 so the last hidden state stays close to the current token's embedding.
      * Fails with a message when the text cannot be spelled so. NULL = an ordinary model. */
     const char *script;
+    /* with script: the text repeats forever instead of ending in <eos> (its first token follows
+     * its last one too): a test and benchmark device for n-gram drafters, whose drafts are then
+     * right, with margins wide enough that every float order gives the same greedy tokens */
+    int      script_loop;
     /* assistant = 1: write a gemma4-assistant (MTP draft model) for the target the fields
      * above describe instead: its vocabulary, head sizes, KV heads and window, embedding_length_out
      * = n_embd; the last of its layers full, the others sliding */

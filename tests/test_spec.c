@@ -254,6 +254,81 @@ T_GROUP(spec) {
     }
 }
 
+/* A real drafter with real acceptance: a script-loop device (testgen.h) repeats its text
+ * forever with wide margins, so from the second round on ngram-simple's drafts are right.
+ * The text's tokens, in order, are the loop; speculative output must equal plain output and
+ * nearly every drafted token must be accepted. */
+static void check_loop(const char *kernels) {
+    static const char TEXT[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    t_model t;
+    if (!t_model_open(&t, &(g4_testgen_opts){ .script = TEXT, .script_loop = 1, .seed = 5 }, 1, kernels)) { T_CHECK(0); return; }
+    g4_model *m = t.m;
+    char err[256];
+    int32_t prompt[8], ref[96], out[16];
+    size_t np = 0;
+    enum { N = 96 };
+    T_CHECK(g4_tokenize(m, "hi\n", 3, G4_TOK_ADD_BOS, prompt, 8, &np) == G4_OK && np >= 2);
+    g4_sampler *smp = greedy_sampler(m, 1.0f);
+    g4_session *s = t_sess(m, 256, 16, G4_CACHE_F16, 0);
+    int ok = smp && s && g4_session_eval(s, prompt, np) == G4_OK;
+    int32_t tok = ok ? g4_sampler_sample(smp, g4_session_logits(s)) : 0;
+    for (int i = 0; ok && i < N; i++) {
+        ref[i] = tok;
+        if (i + 1 < N) ok = g4_session_eval(s, &tok, 1) == G4_OK, tok = g4_sampler_sample(smp, g4_session_logits(s));
+    }
+    /* the loop: the first round spells TEXT, then every token repeats P tokens later */
+    char txt[sizeof TEXT];
+    size_t tl = 0;
+    int P = 0;
+    for (; ok && P < N && tl < sizeof TEXT - 1; P++) {
+        size_t k = 0;
+        if (g4_token_to_piece(m, ref[P], 0, txt + tl, sizeof txt - tl, &k) != G4_OK) break;
+        tl += k;
+    }
+    T_CHECKF(ok && tl == sizeof TEXT - 1 && !memcmp(txt, TEXT, tl), "loop device: first round spells the text (%d tokens)", P);
+    int periodic = ok && P > 1 && 2 * P < N;
+    for (int i = P; periodic && i < N; i++) periodic = ref[i] == ref[i - P];
+    T_CHECKF(periodic, "loop device: greedy output repeats every %d tokens", P);
+    g4_session_free(s);
+    g4_sampler_free(smp);
+
+    g4_spec_opts so = { .type = G4_SPEC_NGRAM_SIMPLE, .ngram_n = 2, .ngram_m = 8 };
+    g4_session_opts sso = { .n_ctx = 256, .n_ubatch = 16, .cache_type = G4_CACHE_F16 };
+    g4_spec_session_opts(&so, &sso);
+    g4_spec *sp = NULL;
+    s = NULL;
+    smp = greedy_sampler(m, 1.0f);
+    ok = smp && g4_session_create(&s, m, &sso, err, sizeof err) == G4_OK && g4_session_eval(s, prompt, np) == G4_OK &&
+         g4_spec_create(&sp, s, &so, err, sizeof err) == G4_OK && g4_spec_begin(sp, prompt, np) == G4_OK;
+    int got = 0;
+    if (ok) {
+        tok = g4_sampler_sample(smp, g4_session_logits(s));
+        ok = tok == ref[got++];
+    }
+    while (ok && got < N) {
+        size_t k = 0, c = (size_t)(N - got) < sizeof out / sizeof *out ? (size_t)(N - got) : sizeof out / sizeof *out;
+        if (g4_spec_step(sp, smp, tok, out, c, &k) != G4_OK) { ok = 0; break; }
+        for (size_t i = 0; i < k && ok; i++) ok = out[i] == ref[got++];
+        tok = out[k - 1];
+    }
+    g4_spec_stats st = {0};
+    if (sp) g4_spec_get_stats(sp, &st);
+    T_CHECKF(ok, "loop device [%s]: speculative output = plain output", g4_model_kernels(m));
+    /* every token after the first round and the n-gram's two can be drafted right */
+    T_CHECKF(st.n_drafted >= (uint64_t)(N - 2 * P) && st.n_accepted * 10 >= st.n_drafted * 9,
+             "loop device [%s]: %llu of %llu drafted accepted, %llu steps", g4_model_kernels(m),
+             (unsigned long long)st.n_accepted, (unsigned long long)st.n_drafted, (unsigned long long)st.n_steps);
+    g4_spec_free(sp);
+    g4_session_free(s);
+    g4_sampler_free(smp);
+    t_model_close(&t);
+}
+
+T_GROUP(specloop) {
+    check_loop(NULL);
+    check_loop("scalar");
+}
+
 /* ==== The rejection rule ==== */
 
 /* logits of a 6-token distribution (the rest of the vocabulary -inf) */

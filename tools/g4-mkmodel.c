@@ -5,13 +5,15 @@
  *              [--embd N] [--heads N] [--kv-heads N] [--kv-heads-full N] [--head-dim N]
  *              [--head-dim-full N] [--ff N] [--ff-shared N] [--shared N] [--full-every N]
  *              [--ple N] [--window N] [--vocab N] [--ctx N] [--softcap X] [--untied] [--k-eq-v]
- *              [--shared-kv-tensors] [--no-layer-scale] [--seed N] [--script TEXT]
+ *              [--shared-kv-tensors] [--no-layer-scale] [--seed N] [--script TEXT [--script-loop]]
  *              [--assistant [--asst-embd N] [--asst-layers N] [--asst-heads N] [--asst-ff N]]
  *              [--26b] [--31b] [--k-eq-v-full] [--experts N] [--experts-used K] [--ff-exp N]
  *              [--moe-first N] [--moe-split] [--moe-scales] [--exp-type T]
  * --ple 0 / --shared 0 / --softcap 0 turn those features off. --fast draws each tensor's rows
  * from 64 generated ones (for timing-only models such as `--e2b --q4_k_m --fast`). --script TEXT
- * writes a test device: a model that answers TEXT to any prompt ending in a newline (testgen.h).
+ * writes a test device: a model that answers TEXT to any prompt ending in a newline (testgen.h);
+ * with --script-loop it repeats TEXT forever (a device for n-gram drafters). With --fast as
+ * well, only the embeddings and the head are drawn row by row (an E2B-sized device in minutes).
  * --assistant writes, instead of the target the other flags describe, a gemma4-assistant (MTP
  * draft model) for it: `g4-mkmodel t.gguf ARGS` and `g4-mkmodel a.gguf ARGS --assistant` are
  * a pair (same ARGS). With --e2b, --assistant takes the E2B assistant shape (256 wide, 4
@@ -32,7 +34,8 @@ static int usage(void) {
                     "       [--embd N] [--heads N] [--kv-heads N] [--kv-heads-full N] [--head-dim N] [--head-dim-full N]\n"
                     "       [--ff N] [--ff-shared N] [--shared N] [--full-every N] [--ple N] [--window N] [--vocab N]\n"
                     "       [--ctx N] [--softcap X] [--untied] [--k-eq-v] [--shared-kv-tensors] [--no-layer-scale] [--seed N]\n"
-                    "       [--script TEXT]   (a test device: the model answers TEXT after a newline, src/testgen.h)\n"
+                    "       [--script TEXT [--script-loop]]   (a test device: the model answers TEXT after a newline,\n"
+                    "                         repeated forever with --script-loop; src/testgen.h)\n"
                     "       [--assistant [--asst-embd N] [--asst-layers N] [--asst-heads N] [--asst-ff N]]\n"
                     "       [--26b] [--31b] [--k-eq-v-full] [--experts N] [--experts-used K] [--ff-exp N] [--moe-first N]\n"
                     "       [--moe-split] [--moe-scales] [--exp-type T]\n");
@@ -58,6 +61,7 @@ int main(int argc, char **argv) {
 #undef INT
         if (!strcmp(a, "--moe-first") && v) { o.moe_first = atoi(v); i++; continue; }
         if (!strcmp(a, "--assistant")) { o.assistant = 1; continue; }
+        if (!strcmp(a, "--script-loop")) { o.script_loop = 1; continue; }
         if (!strcmp(a, "--seed") && v) { o.seed = strtoull(v, NULL, 10); i++; continue; }
         if (!strcmp(a, "--script") && v) { o.script = v; i++; continue; }
         if (!strcmp(a, "--softcap") && v) { o.softcap = (float)atof(v); if (o.softcap == 0) o.softcap = -1; i++; continue; }
