@@ -32,6 +32,7 @@ typedef struct gen {
     int32_t *pred;         /* [n_vocab] script models: the token after which row r of the head is
                             * the next token (-1 = none) */
     int32_t loop_first, loop_last; /* script_loop: loop_first's row also follows loop_last */
+    float  *loop_row;      /* [n_embd] script_loop: scratch for loop_last's embedding */
 } gen;
 
 #define SCRIPT_GAIN 2.0f   /* head row = gain x embedding of the previous token */
@@ -399,12 +400,8 @@ static void gen_row(const gen *g, const tspec *t, int64_t r, float *x) {
         e.kind = K_EMBED;
         gen_row(g, &e, g->pred[r], x);
         if (g->o->script_loop && r == g->loop_first) { /* after the last token as well as after "\n" */
-            float *y = malloc((size_t)t->ne0 * sizeof *y);
-            if (y) {
-                gen_row(g, &e, g->loop_last, y);
-                for (int64_t i = 0; i < t->ne0; i++) x[i] += y[i];
-            }
-            free(y);
+            gen_row(g, &e, g->loop_last, g->loop_row);
+            for (int64_t i = 0; i < t->ne0; i++) x[i] += g->loop_row[i];
         }
         for (int64_t i = 0; i < t->ne0; i++) x[i] *= SCRIPT_GAIN;
         return;
@@ -679,9 +676,11 @@ static g4_status run(const char *path, void **buf, size_t *len, const g4_testgen
     if (o.script_loop && !o.script) return g4_errf(G4_ERR_ARG, err, errlen, "testgen: script_loop needs a script");
     if (o.script) o.untied = 1;
     gen g = { .o = &o, .hd_full = o.head_dim_full };
+    if (o.script_loop && !(g.loop_row = malloc((size_t)o.n_embd * sizeof *g.loop_row)))
+        return g4_errf(G4_ERR_NOMEM, err, errlen, "testgen: out of memory");
     vocab v = {0};
     gguf_writer *w = gguf_writer_new();
-    if (!w) return g4_errf(G4_ERR_NOMEM, err, errlen, "testgen: out of memory");
+    if (!w) { free(g.loop_row); return g4_errf(G4_ERR_NOMEM, err, errlen, "testgen: out of memory"); }
     g4_status st = build(w, &g, &v, err, errlen);
     if (!st) st = path ? gguf_writer_write(w, path, fill, &g, err, errlen)
                        : gguf_writer_write_mem(w, buf, len, fill, &g, err, errlen);
@@ -689,6 +688,7 @@ static g4_status run(const char *path, void **buf, size_t *len, const g4_testgen
     vocab_free(&v);
     free(g.t);
     free(g.pred);
+    free(g.loop_row);
     return st;
 }
 

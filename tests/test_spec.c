@@ -40,10 +40,10 @@ static g4_sampler *greedy_sampler(g4_model *m, float rp) {
 }
 
 /* plain greedy decoding: n tokens after the prompt; the session stays for later comparison */
-static int plain_run(g4_model *m, g4_session *s, int32_t *ref, int n, float rp) {
+static int plain_run(g4_model *m, g4_session *s, const int32_t *prompt, int np, int32_t *ref, int n, float rp) {
     g4_sampler *smp = greedy_sampler(m, rp);
-    if (!smp || g4_session_eval(s, PROMPT, N_PROMPT) != G4_OK) { g4_sampler_free(smp); return 0; }
-    for (int i = 0; i < N_PROMPT; i++) g4_sampler_accept(smp, PROMPT[i]);
+    if (!smp || g4_session_eval(s, prompt, (size_t)np) != G4_OK) { g4_sampler_free(smp); return 0; }
+    for (int i = 0; i < np; i++) g4_sampler_accept(smp, prompt[i]);
     int32_t tok = g4_sampler_sample(smp, g4_session_logits(s));
     g4_sampler_accept(smp, tok);
     ref[0] = tok;
@@ -82,15 +82,15 @@ static size_t oracle_draft(void *ud, const int32_t *hist, size_t n_hist, int32_t
 }
 
 /* speculative greedy decoding of n tokens; 1 when every token equals ref */
-static int spec_run(g4_model *m, g4_session *s, const g4_spec_opts *so, size_t cap, const int32_t *ref, int n, float rp,
-                    g4_spec_stats *stats, const char *name) {
+static int spec_run(g4_model *m, g4_session *s, const g4_spec_opts *so, size_t cap, const int32_t *prompt, int np,
+                    const int32_t *ref, int n, float rp, g4_spec_stats *stats, const char *name) {
     char err[256];
     g4_sampler *smp = greedy_sampler(m, rp);
     g4_spec *sp = NULL;
-    int ok = smp && g4_session_eval(s, PROMPT, N_PROMPT) == G4_OK;
+    int ok = smp && g4_session_eval(s, prompt, (size_t)np) == G4_OK;
     if (ok && g4_spec_create(&sp, s, so, err, sizeof err) != G4_OK) { fprintf(stderr, "    %s: %s\n", name, err); ok = 0; }
-    if (ok) ok = g4_spec_begin(sp, PROMPT, N_PROMPT) == G4_OK;
-    for (int i = 0; ok && i < N_PROMPT; i++) g4_sampler_accept(smp, PROMPT[i]);
+    if (ok) ok = g4_spec_begin(sp, prompt, (size_t)np) == G4_OK;
+    for (int i = 0; ok && i < np; i++) g4_sampler_accept(smp, prompt[i]);
     int32_t out[64];
     int got = 0;
     if (ok) {
@@ -157,7 +157,7 @@ static void check_invariant(const char *name, const g4_testgen_opts *to, const c
     for (int k = 0; k < 2; k++) {
         g4_session *r = NULL;
         T_CHECK(g4_session_create(&r, m, &so, err, sizeof err) == G4_OK);
-        if (!r || !plain_run(m, r, ref[k], N, rps[k])) { T_CHECKF(0, "%s: plain run", name); g4_session_free(r); goto done; }
+        if (!r || !plain_run(m, r, PROMPT, N_PROMPT, ref[k], N, rps[k])) { T_CHECKF(0, "%s: plain run", name); g4_session_free(r); goto done; }
         /* the last plain token evaluated, then a probe token: the reference state */
         T_CHECK(g4_session_eval(r, &ref[k][N - 1], 1) == G4_OK && g4_session_eval(r, &probe, 1) == G4_OK);
         memcpy(lref[k], g4_session_logits(r), (size_t)V * sizeof(float));
@@ -202,7 +202,7 @@ static void check_invariant(const char *name, const g4_testgen_opts *to, const c
         g4_spec_stats st;
         char label[160];
         snprintf(label, sizeof label, "%s [%s, %s]", name, v[i].what, g4_model_kernels(m));
-        const int same = spec_run(m, s, &v[i].o, v[i].cap, ref[k], N, rps[k], &st, label);
+        const int same = spec_run(m, s, &v[i].o, v[i].cap, PROMPT, N_PROMPT, ref[k], N, rps[k], &st, label);
         T_CHECKF(same, "%s: speculative output = plain output", label);
         if (same) { /* the rolled-back cache is plain decoding's: same bits for the next token */
             T_CHECK(g4_session_n_past(s) == ref_past - 1);
@@ -264,18 +264,13 @@ static void check_loop(const char *kernels) {
     if (!t_model_open(&t, &(g4_testgen_opts){ .script = TEXT, .script_loop = 1, .seed = 5 }, 1, kernels)) { T_CHECK(0); return; }
     g4_model *m = t.m;
     char err[256];
-    int32_t prompt[8], ref[96], out[16];
+    int32_t prompt[8], ref[96];
     size_t np = 0;
     enum { N = 96 };
     T_CHECK(g4_tokenize(m, "hi\n", 3, G4_TOK_ADD_BOS, prompt, 8, &np) == G4_OK && np >= 2);
-    g4_sampler *smp = greedy_sampler(m, 1.0f);
     g4_session *s = t_sess(m, 256, 16, G4_CACHE_F16, 0);
-    int ok = smp && s && g4_session_eval(s, prompt, np) == G4_OK;
-    int32_t tok = ok ? g4_sampler_sample(smp, g4_session_logits(s)) : 0;
-    for (int i = 0; ok && i < N; i++) {
-        ref[i] = tok;
-        if (i + 1 < N) ok = g4_session_eval(s, &tok, 1) == G4_OK, tok = g4_sampler_sample(smp, g4_session_logits(s));
-    }
+    int ok = s && plain_run(m, s, prompt, (int)np, ref, N, 1.0f);
+    g4_session_free(s);
     /* the loop: the first round spells TEXT, then every token repeats P tokens later */
     char txt[sizeof TEXT];
     size_t tl = 0;
@@ -289,38 +284,21 @@ static void check_loop(const char *kernels) {
     int periodic = ok && P > 1 && 2 * P < N;
     for (int i = P; periodic && i < N; i++) periodic = ref[i] == ref[i - P];
     T_CHECKF(periodic, "loop device: greedy output repeats every %d tokens", P);
-    g4_session_free(s);
-    g4_sampler_free(smp);
 
     g4_spec_opts so = { .type = G4_SPEC_NGRAM_SIMPLE, .ngram_n = 2, .ngram_m = 8 };
     g4_session_opts sso = { .n_ctx = 256, .n_ubatch = 16, .cache_type = G4_CACHE_F16 };
     g4_spec_session_opts(&so, &sso);
-    g4_spec *sp = NULL;
     s = NULL;
-    smp = greedy_sampler(m, 1.0f);
-    ok = smp && g4_session_create(&s, m, &sso, err, sizeof err) == G4_OK && g4_session_eval(s, prompt, np) == G4_OK &&
-         g4_spec_create(&sp, s, &so, err, sizeof err) == G4_OK && g4_spec_begin(sp, prompt, np) == G4_OK;
-    int got = 0;
-    if (ok) {
-        tok = g4_sampler_sample(smp, g4_session_logits(s));
-        ok = tok == ref[got++];
-    }
-    while (ok && got < N) {
-        size_t k = 0, c = (size_t)(N - got) < sizeof out / sizeof *out ? (size_t)(N - got) : sizeof out / sizeof *out;
-        if (g4_spec_step(sp, smp, tok, out, c, &k) != G4_OK) { ok = 0; break; }
-        for (size_t i = 0; i < k && ok; i++) ok = out[i] == ref[got++];
-        tok = out[k - 1];
-    }
     g4_spec_stats st = {0};
-    if (sp) g4_spec_get_stats(sp, &st);
-    T_CHECKF(ok, "loop device [%s]: speculative output = plain output", g4_model_kernels(m));
+    char label[64];
+    snprintf(label, sizeof label, "loop device [%s]", g4_model_kernels(m));
+    ok = g4_session_create(&s, m, &sso, err, sizeof err) == G4_OK && spec_run(m, s, &so, 16, prompt, (int)np, ref, N, 1.0f, &st, label);
+    T_CHECKF(ok, "%s: speculative output = plain output", label);
     /* every token after the first round and the n-gram's two can be drafted right */
     T_CHECKF(st.n_drafted >= (uint64_t)(N - 2 * P) && st.n_accepted * 10 >= st.n_drafted * 9,
-             "loop device [%s]: %llu of %llu drafted accepted, %llu steps", g4_model_kernels(m),
-             (unsigned long long)st.n_accepted, (unsigned long long)st.n_drafted, (unsigned long long)st.n_steps);
-    g4_spec_free(sp);
+             "%s: %llu of %llu drafted accepted, %llu steps", label, (unsigned long long)st.n_accepted,
+             (unsigned long long)st.n_drafted, (unsigned long long)st.n_steps);
     g4_session_free(s);
-    g4_sampler_free(smp);
     t_model_close(&t);
 }
 
@@ -545,7 +523,7 @@ T_GROUP(specapi) {
         oracle orc = { .mode = D_MIXED, .V = g4_model_n_vocab(m), .rng = 3 };
         int32_t ref[24];
         g4_session *r = t_sess(m, 64, 8, G4_CACHE_F16, 0);
-        T_CHECK(r && plain_run(m, r, ref, 24, 1.0f));
+        T_CHECK(r && plain_run(m, r, PROMPT, N_PROMPT, ref, 24, 1.0f));
         g4_session_free(r);
         orc.ref = ref;
         orc.n_ref = 24;
