@@ -331,14 +331,14 @@ static void f16x(const g4_kern *k) {
     }
     T_CHECKF(bad == 0, "%s: round_f16 differs from quantize_act[F16] in %d values", k->name, bad);
     free(a); free(b); free(h);
-    static const int64_t NIN[] = { 37, 224, 768, 4101 };
-    static const int TOKS[] = { 1, 2, 3, 4, 7, 8, 9, 17 };
-    for (int ni = 0; ni < 4; ni++) {
+    static const int64_t NIN[] = { 37, 224, 512, 768, 4101 }; /* 224, 512: the 8-column form (K.q) */
+    static const int TOKS[] = { 1, 2, 3, 4, 5, 7, 8, 9, 17 };
+    for (int ni = 0; ni < 5; ni++) {
         const int64_t n_in = NIN[ni], n_out = 13;
         const size_t wrb = (size_t)n_in * 2, xrb16 = (size_t)n_in * 2, xrb32 = ((size_t)n_in + 5) * 4;
         uint8_t *w = malloc(wrb * (size_t)n_out);
         make_weights(G4_TYPE_F16, 0, n_out, n_in, w, &s);
-        for (int ti = 0; ti < 8; ti++) {
+        for (int ti = 0; ti < 9; ti++) {
             const int n_tok = TOKS[ti];
             const size_t ldy = (size_t)n_out + 3;
             float *x = malloc(xrb32 * (size_t)n_tok), *y0 = malloc((ldy * (size_t)n_tok + 16) * sizeof *y0),

@@ -2,11 +2,12 @@
  * E2B shapes next to the single-thread DRAM read rate measured in the same run, and Q4_K
  * prefill GEMM throughput next to a measured int8 dot peak.
  *
- *   build/g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H] [-D]
+ *   build/g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H] [-D] [-B] [-A]
  *   (-q: quick, small shapes; -T q4_K,q6_K: only these weight types; -S LM: only shapes whose
  *   label contains this; -1: matvec on 1 thread only, no 2-thread runs, no GEMM; -H: matvec
  *   weights in transparent huge pages (madvise), to compare with 4 KiB pages; -D: only the
- *   DRAM read rates, 1 and 2 threads, for scripts/bench_vs_llama.sh)
+ *   DRAM read rates, 1 and 2 threads, for scripts/bench_vs_llama.sh; -B: batched decode
+ *   per-token costs; -A: the attention products of one decoded token at depth)
  *
  * Shapes are ggml order n_in x n_out (ffn_gate/up 1536x6144, ffn_down 6144x1536, layers
  * 15-34 gate/up 1536x12288, LM head 1536x262144). Weights are random blocks (random bytes,
@@ -325,9 +326,46 @@ static void bench_batched(const g4_kern *k, int reps, const char *types) {
     }
 }
 
+/* -A: the attention products of one decoded token at depth n (E2B's full layers: 8 query
+ * heads, head size 512, F16 cache): K.q over n cells and V.p over 512 channels, in the table's
+ * f16-valued-f32 forms (kern.h matmul_f16x), 1 thread; GMAC/s = multiply-adds per second */
+static void bench_attn(const g4_kern *k, int reps) {
+    if (!k->matmul_f16x[0]) { printf("attention products: the %s table has no matmul_f16x\n", k->name); return; }
+    const int64_t hd = 512, depths[] = { 256, 512, 1024, 2048, 4096, 16384 };
+    printf("attention products, 1 thread, query heads x %lld, F16 cache: median (best) of %d\n", (long long)hd, reps);
+    for (size_t di = 0; di < 2 * sizeof depths / sizeof depths[0]; di++) {
+        const int nh = di % 2 ? 8 : 4;
+        const int64_t n = depths[di / 2];
+        uint8_t *kc = aligned_alloc(64, (size_t)(n * hd * 2)), *vc = aligned_alloc(64, (size_t)(n * hd * 2));
+        float *q = aligned_alloc(64, (size_t)(nh * hd) * sizeof(float)), *p = aligned_alloc(64, (size_t)(nh * n) * sizeof(float));
+        float *y = aligned_alloc(64, (size_t)(nh * (n > hd ? n : hd)) * sizeof(float));
+        random_blocks(G4_TYPE_F16, kc, (size_t)(n * hd * 2));
+        random_blocks(G4_TYPE_F16, vc, (size_t)(n * hd * 2));
+        for (int64_t i = 0; i < nh * hd; i++) q[i] = (float)((int64_t)(next_rand() % 2001) - 1000) * 1e-3f;
+        for (int64_t i = 0; i < nh * n; i++) p[i] = (float)(next_rand() % 1000) * 1e-6f;
+        k->round_f16(q, nh * hd);
+        k->round_f16(p, nh * n);
+        double tk[64], tv[64];
+        for (int r = 0; r <= reps; r++) {
+            double t0 = now_s();
+            k->matmul_f16x[0](y, (size_t)n, kc, (size_t)hd * 2, q, (size_t)hd * sizeof(float), hd, 0, n, nh);
+            __asm__ volatile("" ::: "memory");
+            double t1 = now_s();
+            k->matmul_f16x[0](y, (size_t)hd, vc, (size_t)n * 2, p, (size_t)n * sizeof(float), n, 0, hd, nh);
+            __asm__ volatile("" ::: "memory");
+            if (r) { tk[r - 1] = t1 - t0; tv[r - 1] = now_s() - t1; }
+        }
+        const double macs = (double)n * (double)hd * nh, mk = median(tk, reps), mv = median(tv, reps);
+        printf("%d heads, depth %6lld  K.q %8.1f us %5.1f GMAC/s (best %5.1f)   V.p %8.1f us %5.1f GMAC/s (best %5.1f)\n",
+               nh, (long long)n, mk * 1e6, macs / mk * 1e-9, macs / v_min(tk) * 1e-9, mv * 1e6, macs / mv * 1e-9,
+               macs / v_min(tv) * 1e-9);
+        free(kc); free(vc); free(q); free(p); free(y);
+    }
+}
+
 int main(int argc, char **argv) {
     const char *force = NULL;
-    int reps = 7, quick = 0, only1 = 0, huge = 0, dram_only = 0, batched = 0;
+    int reps = 7, quick = 0, only1 = 0, huge = 0, dram_only = 0, batched = 0, attn = 0;
     const char *types = NULL, *shapes = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-k") && i + 1 < argc) force = argv[++i];
@@ -337,9 +375,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-H")) huge = 1;
         else if (!strcmp(argv[i], "-D")) dram_only = 1;
         else if (!strcmp(argv[i], "-B")) batched = 1;
+        else if (!strcmp(argv[i], "-A")) attn = 1;
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-q")) quick = 1;
-        else { fprintf(stderr, "usage: g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H] [-D] [-B]\n"); return 2; }
+        else { fprintf(stderr, "usage: g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H] [-D] [-B] [-A]\n"); return 2; }
     }
     if (reps < 1) reps = 1;
     if (reps > 31) reps = 31;
@@ -352,6 +391,7 @@ int main(int argc, char **argv) {
     if (pool_create(&pool2, 2, &al) != G4_OK) { fprintf(stderr, "g4-bench-kern: pool\n"); return 1; }
 
     if (batched) { bench_batched(k, reps, types); return 0; }
+    if (attn) { bench_attn(k, reps); return 0; }
     printf("kernel set: %s, reps %d (medians)\n", k->name, reps);
     double bw_best = 0;
     const size_t dram_bytes = quick ? (size_t)256 << 20 : (size_t)1 << 30;

@@ -1289,6 +1289,41 @@ KINLINE void dotx_f16(const uint8_t *restrict w, const float *restrict x, size_t
         out[t] = (float)sf;
     }
 }
+/* dotx_f16 for 5 to 8 columns of a short weight row (n % 32 == 0, n <= DOTX8_MAX: the
+ * columns stay in L1): the same 4 accumulators per dot, each summed in the same order, but
+ * built one accumulator lane group j at a time, so each weight vector is converted once for
+ * all T columns with T live accumulators (dotx_f16 converts it once per 4; on Zen 1 the
+ * conversion costs about 2.5 FMAs). The sums between groups wait in memory. The attention's
+ * K.q over 8 query heads (g4-bench-kern -A). */
+#define DOTX8_MAX 512
+KINLINE void dotx8_f16(const uint8_t *restrict w, const float *restrict x, size_t xs, int64_t n, const int T,
+                       float *restrict out) {
+    __m256 s4[8][4];
+#pragma GCC unroll 1
+    for (int j = 0; j < 4; j++) {
+        __m256 a[8];
+        KUNROLL
+        for (int t = 0; t < T; t++) a[t] = _mm256_setzero_ps();
+        for (int64_t i = 8 * j; i < n; i += 32) {
+            const __m256 v = ld_f16(w + i * 2);
+            KUNROLL
+            for (int t = 0; t < T; t++) a[t] = _mm256_fmadd_ps(v, _mm256_loadu_ps(x + (size_t)t * xs + i), a[t]);
+        }
+        KUNROLL
+        for (int t = 0; t < T; t++) s4[t][j] = a[t];
+    }
+    __m128 h[8];
+    KUNROLL
+    for (int t = 0; t < T; t++) {
+        const __m256 a = _mm256_add_ps(_mm256_add_ps(s4[t][0], s4[t][2]), _mm256_add_ps(s4[t][1], s4[t][3]));
+        h[t] = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    }
+    KUNROLL
+    for (int t = 0; t + 4 <= T; t += 4)
+        _mm_storeu_ps(out + t, _mm_hadd_ps(_mm_hadd_ps(h[t], h[t + 1]), _mm_hadd_ps(h[t + 2], h[t + 3])));
+    KUNROLL
+    for (int t = T - T % 4; t < T; t++) out[t] = (float)(double)red4_hadd(h[t]);
+}
 KINLINE void dotx_f16_tb(const uint8_t *restrict w, const float *restrict x, size_t xs, int64_t n, const int T,
                          float *restrict out) {
     __m256 acc[8];
@@ -1320,6 +1355,12 @@ KINLINE void dotx_f16_tb(const uint8_t *restrict w, const float *restrict x, siz
 #define MMX_CASE(FN, k) case k: FN(wr, xt, xs, n_in, k, o); break;
 static void mmx_f16(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, const void *restrict xq,
                     size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
+    if (n_in % 32 == 0 && n_in <= DOTX8_MAX && n_tok >= 5) {
+        MMX_DRIVER(8, switch (nt) { MMX_CASE(dotx8_f16, 8) MMX_CASE(dotx8_f16, 7) MMX_CASE(dotx8_f16, 6) MMX_CASE(dotx8_f16, 5)
+                                    MMX_CASE(dotx_f16, 4) MMX_CASE(dotx_f16, 3) MMX_CASE(dotx_f16, 2)
+                                    default: dotx_f16(wr, xt, xs, n_in, 1, o); })
+        return;
+    }
     MMX_DRIVER(4, switch (nt) { MMX_CASE(dotx_f16, 4) MMX_CASE(dotx_f16, 3) MMX_CASE(dotx_f16, 2) default: dotx_f16(wr, xt, xs, n_in, 1, o); })
 }
 static void mmx_f16_tb(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, const void *restrict xq,
