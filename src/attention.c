@@ -467,20 +467,11 @@ static void job_wide(attn_ctx *c, attn_job *j) {
     job_store(j, c->w);
 }
 
-/* A lone decoded row over at least this many cells goes wide (below) rather than split by
- * heads: the threads then share each cache row's reads and conversions (matmul_f16x takes all
- * 8 of E2B's query heads in one pass), where head groups would each read the whole cache.
- * Measured deep in E2B's full layers (4,100 cells, Zen 1, 2 threads): 1.80 ms per layer and
- * token against 2.09 split by heads. A sliding window's ~544 cells stay split by heads (no
- * barriers between the phases). */
-#define ATTN_WIDE_CELLS 1024
-
 /* Rows [r0, T) cut into jobs: runs of one session's consecutive rows, at most
  * (G4_ATTN_TILE) and what the session's scratch holds. With at least two jobs per thread they
  * run in parallel. Else, when jobs of 4 query heads (kern.h matmul_f16x's columns per pass)
- * share out evenly, those run in parallel (decode: E2B's 8 heads on 2 threads, one pass each,
- * no barrier), unless the row is deep in the cache (ATTN_WIDE_CELLS). Otherwise one by one,
- * each phase spread over the pool. */
+ * share out evenly, those run in parallel (decode: E2B's 8 heads on 2 threads, one pass
+ * each, no barrier). Otherwise one by one, each phase spread over the pool. */
 void attn_compute(g4_work *w, const g4_layer *l, int r0, int T) {
     int32_t jt0[1024], jR[1024]; /* n_rows <= 65536 rows, jobs of >= 1 row: bounded below */
     int n_j = 0;
@@ -514,14 +505,7 @@ void attn_compute(g4_work *w, const g4_layer *l, int r0, int T) {
     c.hg = 4;
     c.n_hg = (G + c.hg - 1) / c.hg;
     const int64_t n_head_items = n_items * c.n_hg;
-    int deep = 0; /* one decoded row deep in a full layer's cache: go wide */
-    if (n_j == 1 && jR[0] == 1 && w->sess[jt0[0]]->kv_type != G4_TYPE_Q8_0) {
-        const attn_win win = attn_window(w, l, w->pos[jt0[0]]);
-        int64_t hull_a, hull_n;
-        attn_hull(win.lo, win.p, &hull_a, &hull_n);
-        deep = hull_n >= ATTN_WIDE_CELLS;
-    }
-    if (!deep && c.n_hg > 1 && (n_head_items % w->n_threads == 0 || n_head_items >= 2 * (int64_t)w->n_threads)) {
+    if (c.n_hg > 1 && (n_head_items % w->n_threads == 0 || n_head_items >= 2 * (int64_t)w->n_threads)) {
         pool_for(w->m->pool, n_head_items, 1, tile_task, &c);
         return;
     }
