@@ -1256,6 +1256,15 @@ DEF_MM(bf16_tb)
  * vector is converted once for T columns (4 in vec_dot's 4 x 8 lanes: 16 accumulators, one
  * spilled, measured faster than 3 on Zen 1; 8 in tinyBLAS's one chain), the columns are
  * loaded as they are. */
+/* vec_dot_f16's four 8-lane accumulators of one dot folded to 4 lanes ((s0 + s2) + (s1 + s3),
+ * then the two halves), and red4_hadd of 4 such dots at once (lane t = dot t) */
+KINLINE __m128 fold4_f16(const __m256 s[4]) {
+    const __m256 a = _mm256_add_ps(_mm256_add_ps(s[0], s[2]), _mm256_add_ps(s[1], s[3]));
+    return _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+}
+KINLINE void store4_hadd(float *out, const __m128 h[4]) {
+    _mm_storeu_ps(out, _mm_hadd_ps(_mm_hadd_ps(h[0], h[1]), _mm_hadd_ps(h[2], h[3])));
+}
 KINLINE void dotx_f16(const uint8_t *restrict w, const float *restrict x, size_t xs, int64_t n, const int T,
                       float *restrict out) {
     __m256 s4[4][4];
@@ -1274,12 +1283,9 @@ KINLINE void dotx_f16(const uint8_t *restrict w, const float *restrict x, size_t
     }
     __m128 h[4];
     KUNROLL
-    for (int t = 0; t < T; t++) {
-        const __m256 a = _mm256_add_ps(_mm256_add_ps(s4[t][0], s4[t][2]), _mm256_add_ps(s4[t][1], s4[t][3]));
-        h[t] = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    }
-    if (T == 4 && np == n) { /* red4_hadd of the 4 columns at once, lane t = column t; no tail */
-        _mm_storeu_ps(out, _mm_hadd_ps(_mm_hadd_ps(h[0], h[1]), _mm_hadd_ps(h[2], h[3])));
+    for (int t = 0; t < T; t++) h[t] = fold4_f16(s4[t]);
+    if (T == 4 && np == n) { /* no tail */
+        store4_hadd(out, h);
         return;
     }
     KUNROLL
@@ -1314,13 +1320,9 @@ KINLINE void dotx8_f16(const uint8_t *restrict w, const float *restrict x, size_
     }
     __m128 h[8];
     KUNROLL
-    for (int t = 0; t < T; t++) {
-        const __m256 a = _mm256_add_ps(_mm256_add_ps(s4[t][0], s4[t][2]), _mm256_add_ps(s4[t][1], s4[t][3]));
-        h[t] = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    }
+    for (int t = 0; t < T; t++) h[t] = fold4_f16(s4[t]);
     KUNROLL
-    for (int t = 0; t + 4 <= T; t += 4)
-        _mm_storeu_ps(out + t, _mm_hadd_ps(_mm_hadd_ps(h[t], h[t + 1]), _mm_hadd_ps(h[t + 2], h[t + 3])));
+    for (int t = 0; t + 4 <= T; t += 4) store4_hadd(out + t, h + t);
     KUNROLL
     for (int t = T - T % 4; t < T; t++) out[t] = (float)(double)red4_hadd(h[t]);
 }
