@@ -28,19 +28,26 @@ try {
     const ans = await page.textContent(".assistant .answer");
     ok("streamed answer", typeof ans === "string" && ans.length > 0, JSON.stringify(ans));
     ok("user message shown", (await page.textContent(".user")) === "Hello page");
-    /* the random model may end early on its own: make the second answer long (ignore_eos) */
-    await page.route("**/v1/chat/completions", route => {
+    /* the random model may end early on its own: make the second answer long (ignore_eos);
+     * `sent` resolves once that request has left the interception for the server */
+    let sentNow;
+    const sent = new Promise(r => { sentNow = r; });
+    await page.route("**/v1/chat/completions", async route => {
         const b = JSON.parse(route.request().postData() || "{}");
-        if (b.messages && b.messages.length > 1) b.ignore_eos = true;
-        route.continue({ postData: JSON.stringify(b) });
+        const second = b.messages && b.messages.length > 1;
+        if (second) b.ignore_eos = true;
+        await route.continue({ postData: JSON.stringify(b) });
+        if (second) sentNow();
     });
     await page.check("#think");
     await page.fill("#maxtok", "4000");
     await page.fill("#q", "Second message");
     await page.press("#q", "Enter");
     await page.waitForFunction(() => document.getElementById("send").textContent === "Stop", null, { timeout: 10000 });
-    /* click Stop at once: the answer (up to the slot's context) cannot have ended yet, where
-     * waiting for its first text first left a race with a fast model on a loaded host */
+    /* click Stop once the request is on its way (an abort while it was still held by the
+     * interception above went unheard once: the answer ran to its 4000 tokens), not after its
+     * first text: that left a race with a fast model on a loaded host */
+    await sent;
     await page.click("#send");
     await page.waitForFunction(() => document.getElementById("send").textContent === "Send", null, { timeout: 10000 });
     const stats2 = await page.evaluate(() => { const a = document.querySelectorAll(".assistant .stats"); return a.length === 2 ? a[1].textContent : `${a.length} answers`; });
