@@ -38,7 +38,7 @@ ifneq ($(filter x86_64 amd64,$(ARCH)),)
 LIB_SRC += $(wildcard src/kern/kern_avx2.c src/kern/kern_avx512.c)
 endif
 ifneq ($(filter aarch64 arm64,$(ARCH)),)
-LIB_SRC += $(wildcard src/kern/kern_neon*.c)
+LIB_SRC += $(wildcard src/kern/kern_neon*.c src/kern/kern_i8mm.c)
 endif
 CLI_SRC  = $(wildcard cli/*.c)
 SRV_SRC  = $(wildcard server/*.c)
@@ -55,9 +55,11 @@ TOOLS    = $(TOOL_SRC:tools/%.c=$(B)/%)
 ISA_avx2   = -mavx2 -mfma -mf16c
 ISA_avx512 = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
 ISA_neon   = -march=armv8.2-a+dotprod+fp16
+ISA_i8mm   = -march=armv8.2-a+dotprod+fp16+i8mm
 $(B)/obj/src/kern/kern_avx2.o:   EXTRA = $(ISA_avx2)
 $(B)/obj/src/kern/kern_avx512.o: EXTRA = $(ISA_avx512)
 $(B)/obj/src/kern/kern_neon%.o:  EXTRA = $(ISA_neon)
+$(B)/obj/src/kern/kern_i8mm.o:   EXTRA = $(ISA_i8mm)
 # reference quantizers must not contract a*b+c into FMA (bit-exact with ggml's _ref)
 $(B)/obj/src/quant/%.o:          EXTRA = -ffp-contract=off
 
@@ -258,7 +260,7 @@ bench-vs-llama-31b: all bench-model-31b
 ARM_OBJ = $(B)/aarch64-linux-gnu/obj/src/kern
 MCA ?= $(firstword $(foreach v,19 18 17 16 15,$(wildcard /usr/bin/llvm-mca-$(v))) llvm-mca)
 bench-arm-model:
-	$(MAKE) CROSS=aarch64-linux-gnu- B=$(B)/aarch64-linux-gnu $(ARM_OBJ)/kern_neon_k.o $(ARM_OBJ)/kern_neon_b32.o
+	$(MAKE) CROSS=aarch64-linux-gnu- B=$(B)/aarch64-linux-gnu $(ARM_OBJ)/kern_neon_k.o $(ARM_OBJ)/kern_neon_b32.o $(ARM_OBJ)/kern_i8mm.o
 	python3 scripts/arm_mca.py $(ARM_OBJ) $(B)/arm64-llama/package/bins/linux-arm64/libggml-cpu-armv8.2_2.so $(MCA)
 
 # ---- install ---------------------------------------------------------------------------

@@ -80,7 +80,7 @@ typedef void (*g4_log_fn)(void *ud, int level, const char *msg); /* msg has no t
 
 typedef struct g4_model_opts {
     int          n_threads;  /* 0 or negative = online CPUs (clamped to [1, 512]) */
-    const char  *kernels;    /* NULL = best for this CPU (or $G4_ISA); "scalar", "avx2", "avx512", "neon" */
+    const char  *kernels;    /* NULL = best for this CPU (or $G4_ISA); "scalar", "avx2", "avx512", "neon", "i8mm" */
     int          no_mmap;    /* 0 = map the file read-only; 1 = read it into memory */
     int          vocab_only; /* 1 = load the tokenizer only (no tensors needed, e.g. vocab GGUFs) */
     g4_alloc_fn  alloc;      /* NULL = libc */

@@ -16,6 +16,8 @@ cycles over 200 iterations / 200, per body, times its trip count. The result is 
 multiply-accumulates (weights x tokens): for a one-token matvec, cycles per 256 weights.
 
 usage: arm_mca.py OURS_OBJ_DIR LLAMA_CPU_LIB [MCA]
+(a case marked with a variant, armv8.6_1, reads that library from LLAMA_CPU_LIB's folder; its NEON
+loop, the one an SVE core of 128 bits runs)
 """
 import os
 import re
@@ -32,7 +34,11 @@ CASES = [
     ("Q8_0 matvec", 272, ("kern_neon_b32.o", "neon_q8_0_rp", 4 * 32), ("ggml_gemv_q8_0_4x4_q8_0", 4 * 32)),
     ("Q4_0 matvec", 144, ("kern_neon_b32.o", "neon_q4_0_rp", 4 * 32), ("ggml_gemv_q4_0_4x4_q8_0", 4 * 32)),
     ("Q4_K prefill tile", 144, ("kern_neon_k.o", "neon_q4_K_rp_rows", 4 * 256), ("ggml_gemm_q4_K_8x4_q8_K", 8 * 4 * 256)),
+    # the i8mm table's smmla tile (2 rows x 4 tokens) against armv8.6_1's 8x8 i8mm gemm; only
+    # for cores with i8mm (I8MM_CPUS)
+    ("Q4_K prefill i8mm", 144, ("kern_i8mm.o", "i8mm_q4_K_mm", 2 * 4 * 256), ("ggml_gemm_q4_K_8x8_q8_K", 8 * 4 * 256), "armv8.6_1"),
 ]
+I8MM_CPUS = ("neoverse-v1",)
 # (llvm-mca -mcpu, what it models, clock GHz for the GB/s column)
 CPUS = [
     ("cortex-a76", "Cortex-A76 (Raspberry Pi 5); LLVM maps it to its Cortex-A57 model", 2.4),
@@ -78,7 +84,9 @@ def loops(ins):
 
 
 def sdots(ins, s, e):
-    return sum(1 for k in range(s, e + 1) if ins[k][1] == "sdot")
+    """multiply-accumulates of the range in units of 16 (an sdot: 16; an smmla: 32)"""
+    return sum(1 if ins[k][1] == "sdot" else 2 if ins[k][1] == "smmla" and ins[k][2].startswith("v") else 0
+               for k in range(s, e + 1))
 
 
 def children(ls, s, e):
@@ -139,9 +147,15 @@ def main():
     for cpu, what, ghz in CPUS:
         print("\n-mcpu=%s: %s; GB/s at %.1f GHz; ceiling share: of a %.0f GB/s part's decode rate, 1 / 4 cores" % (cpu, what, ghz, BW))
         print("%-18s %9s %9s %7s | %8s %8s | %11s %11s" % ("loop", "ours", "llama", "ratio", "ours GB/s", "llama", "ours share", "llama share"))
-        for label, b256, (obj, fn, macs), (lfn, lmacs) in CASES:
+        for case in CASES:
+            label, b256, (obj, fn, macs), (lfn, lmacs) = case[:4]
+            llib = lib
+            if len(case) > 4:
+                if cpu not in I8MM_CPUS:
+                    continue
+                llib = os.path.join(os.path.dirname(lib), "libggml-cpu-%s.so" % case[4])
             row = []
-            for (o, f, m) in ((os.path.join(objdir, obj), fn, macs), (lib, lfn, lmacs)):
+            for (o, f, m) in ((os.path.join(objdir, obj), fn, macs), (llib, lfn, lmacs)):
                 ins = disasm(o, f)
                 p = plan(ins, m)
                 if p is None:
@@ -149,7 +163,7 @@ def main():
                 cyc = sum(mca_cycles(mca, cpu, body) * t for body, t in p)
                 row.append(cyc * 256.0 / m)
             gbs = [b256 * ghz / c for c in row]
-            tile = label.endswith("tile")
+            tile = "tile" in label
             share = lambda g: "%3.0f%% / %3.0f%%" % (min(100, 100 * g / BW), min(100, 400 * g / BW))
             print("%-18s %9.1f %9.1f %6.2fx | %8s %8s | %11s %11s" % (
                 label, row[0], row[1], row[1] / row[0],

@@ -271,7 +271,7 @@ static void expsums(const g4_kern *k) {
     float *x = malloc(N * sizeof *x), *y = malloc((N + 8) * sizeof *y), *z = malloc(N * sizeof *z);
     uint64_t s = 5;
     int bad = 0, badsum = 0, notx86 = 0, guard = 0;
-    const int x86 = strcmp(k->name, "neon") != 0; /* the scalar, AVX2 and AVX-512 tables: AVX2's sums */
+    const int x86 = !k->act_q8_inv; /* the scalar, AVX2 and AVX-512 tables: AVX2's sums (not neon, i8mm) */
     for (int rep = 0; rep < 40; rep++) {
         const int n = rep < 8 ? rep + 1 : N - rep;
         const int64_t cell0 = rep * 3;
@@ -387,8 +387,8 @@ static void selection(void) {
     T_CHECK(kern_select("neon", err, sizeof err) == NULL && strstr(err, "not built") != NULL);
 #endif
     /* every listed table can be forced by name; an unlisted known one is refused */
-    static const char *NAMES[] = { "scalar", "avx2", "avx512", "neon" };
-    for (int i = 0; i < 4; i++) {
+    static const char *NAMES[] = { "scalar", "avx2", "avx512", "neon", "i8mm" };
+    for (int i = 0; i < 5; i++) {
         int listed = 0;
         for (int j = 0; j < nk; j++) listed |= !strcmp(ks[j]->name, NAMES[i]);
         const g4_kern *f = kern_select(NAMES[i], err, sizeof err);

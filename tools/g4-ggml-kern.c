@@ -27,7 +27,9 @@
  *
  * Usage: g4-ggml-kern LIBDIR [ISA [CPU-LIB]]   (LIBDIR holds libggml-base.so and the CPU-LIB,
  * default libggml-cpu-haswell.so, or libggml-cpu-armv8.2_2.so on aarch64; ISA: our table,
- * default "avx2", "neon" on aarch64). Prints one line per mismatch class and "N passed, M failed".
+ * default "avx2", "neon" on aarch64; "i8mm" against libggml-cpu-armv8.6_1.so). Our kernels run as
+ * the forward runs them: consecutive columns with the same pick in one call. Prints one line
+ * per mismatch class and "N passed, M failed".
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -485,9 +487,12 @@ static int check_graph_type(const gk_graph_api *g, const g4_kern *k, quant_fn qr
         for (int ni = 0; ni < 3 && ok; ni++) {
             const int nt = NTS[ni];
             if (!graph_mul_mat(g, ty, plain, w, nr, x, n, nt, yg)) { ok = 0; break; }
-            for (int t = 0; t < nt; t++)
-                kern_pick(k, ty, nt, t, n, nr, plain ? KERN_PLAIN : 0)(yo + (size_t)t * nr, (size_t)nr, w, wrb,
-                                                                     xq + (size_t)t * xrb, xrb, n, 0, nr, 1);
+            /* as the forward runs them: consecutive columns with the same kernel in one call */
+            for (int t = 0, t1; t < nt; t = t1) {
+                const g4_matmul_fn fn = kern_pick(k, ty, nt, t, n, nr, plain ? KERN_PLAIN : 0);
+                for (t1 = t + 1; t1 < nt && kern_pick(k, ty, nt, t1, n, nr, plain ? KERN_PLAIN : 0) == fn; t1++) {}
+                fn(yo + (size_t)t * nr, (size_t)nr, w, wrb, xq + (size_t)t * xrb, xrb, n, 0, nr, t1 - t);
+            }
             for (int i = 0; i < nr * nt; i++) {
                 if (!memcmp(&yg[i], &yo[i], 4)) continue;
                 *(nt == 1 ? bad1 : badm) += 1;

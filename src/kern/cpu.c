@@ -62,6 +62,8 @@ void kern_cpu_detect(kern_cpu *c) {
     c->neon = (hw & (1ul << 1)) != 0;     /* HWCAP_ASIMD */
     c->fp16 = (hw & (1ul << 10)) != 0;    /* HWCAP_ASIMDHP */
     c->dotprod = (hw & (1ul << 20)) != 0; /* HWCAP_ASIMDDP */
+    c->sve = (hw & (1ul << 22)) != 0;     /* HWCAP_SVE */
+    c->i8mm = (getauxval(AT_HWCAP2) & (1ul << 13)) != 0; /* HWCAP2_I8MM */
 #else
     (void)c;
 #endif
@@ -98,6 +100,9 @@ static int run_avx512(const kern_cpu *c) {
 }
 #elif defined(G4_ARM64)
 static int run_neon(const kern_cpu *c) { return c->neon && c->dotprod && c->fp16; }
+/* i8mm and SVE: the cores llama.cpp gives its armv8.6_1 library (kern_i8mm.c); an i8mm core
+ * without SVE loads armv8.2_2, the neon table's */
+static int run_i8mm(const kern_cpu *c) { return run_neon(c) && c->sve && c->i8mm; }
 #endif
 
 static const isa_entry ISAS[] = {
@@ -107,12 +112,13 @@ static const isa_entry ISAS[] = {
     { "avx512", kern_table_avx512, run_avx512 },
 #elif defined(G4_ARM64)
     { "neon", kern_table_neon, run_neon },
+    { "i8mm", kern_table_i8mm, run_i8mm },
 #endif
 };
 #define N_ISAS ((int)(sizeof ISAS / sizeof ISAS[0]))
 
 static int known_name(const char *s) {
-    return !strcmp(s, "scalar") || !strcmp(s, "avx2") || !strcmp(s, "avx512") || !strcmp(s, "neon");
+    return !strcmp(s, "scalar") || !strcmp(s, "avx2") || !strcmp(s, "avx512") || !strcmp(s, "neon") || !strcmp(s, "i8mm");
 }
 
 const g4_kern *kern_select(const char *force, char *err, size_t errlen) {
@@ -137,7 +143,7 @@ const g4_kern *kern_select(const char *force, char *err, size_t errlen) {
         if (known_name(force))
             snprintf(err, errlen, "kernel set '%s' is not built for this architecture", force);
         else
-            snprintf(err, errlen, "unknown kernel set '%s' (scalar, avx2, avx512, neon)", force);
+            snprintf(err, errlen, "unknown kernel set '%s' (scalar, avx2, avx512, neon, i8mm)", force);
     }
     return NULL;
 }

@@ -50,7 +50,7 @@ typedef g4_matmul_fn (*g4_pick_fn)(const struct g4_kern *k, uint32_t type, int64
                                    int64_t n_in, int64_t n_out, unsigned flags);
 
 typedef struct g4_kern {
-    const char     *name;                          /* "scalar", "avx2", "avx512", "neon" */
+    const char     *name;                          /* "scalar", "avx2", "avx512", "neon", "i8mm" */
     g4_matmul_fn    matmul[G4_TYPE_COUNT];         /* by weight type; NULL = not available */
     /* The same product in the float order llama.cpp's CPU backend uses when an op has
      * several activation columns, where that differs from matmul's (one column) order;

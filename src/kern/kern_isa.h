@@ -13,7 +13,7 @@
 typedef struct kern_cpu {
     int avx2, fma, f16c;                     /* x86: AVX2 table needs all three + OS AVX state */
     int avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16; /* + OS zmm state */
-    int neon, dotprod, fp16;                 /* aarch64 */
+    int neon, dotprod, fp16, sve, i8mm;      /* aarch64 */
 } kern_cpu;
 
 void kern_cpu_detect(kern_cpu *c);
@@ -22,6 +22,7 @@ const g4_kern *kern_table_scalar(void);
 const g4_kern *kern_table_avx2(void);   /* kern_avx2.c (x86-64 builds only) */
 const g4_kern *kern_table_avx512(void); /* kern_avx512.c (x86-64 builds only) */
 const g4_kern *kern_table_neon(void);   /* kern_neon.c (aarch64 builds only) */
+const g4_kern *kern_table_i8mm(void);   /* kern_i8mm.c (aarch64 builds only) */
 
 /* Scalar matmul entries by weight type (kern_scalar.c): reference vec_dot per row x token. */
 #define KERN_REF_MM(t) \

@@ -1,6 +1,7 @@
 /* kern_neon.c - the aarch64 NEON + dotprod + fp16 kernel table (aarch64 builds; chosen at run
  * time when getauxval reports asimd, asimddp and asimdhp): llama.cpp's choice of kernel per
- * op (neon_pick), the activation quantizers and GeGLU. The matmul kernels live in
+ * op (neon_pick), the activation quantizers and GeGLU (shared with the i8mm table,
+ * kern_i8mm.c, which changes four of neon_pick's choices). The matmul kernels live in
  * kern_neon_b32.c, kern_neon_k.c and kern_neon_f.c; every kern_neon*.c file is built with
  * -march=armv8.2-a+dotprod+fp16 and nothing else is.
  *
@@ -23,7 +24,7 @@
  * except for q6_K. Otherwise mul_mat: llamafile_sgemm when N >= 2 and it takes the type and
  * shape (tinyBLAS_Q0_ARM for q8_0/q4_0; f32 with N >= 4, n_in % 4, n_out % 4; fp16 with
  * N >= 8, n_in % 8, n_out % 4), else vec_dot. */
-static g4_matmul_fn neon_pick(const g4_kern *k, uint32_t type, int64_t N, int64_t col, int64_t n_in,
+g4_matmul_fn neon_pick(const g4_kern *k, uint32_t type, int64_t N, int64_t col, int64_t n_in,
                               int64_t n_out, unsigned flags) {
     const int rp = !(flags & KERN_PLAIN);
     switch (type) {
@@ -41,16 +42,16 @@ static g4_matmul_fn neon_pick(const g4_kern *k, uint32_t type, int64_t N, int64_
 
 /* ==== Activation quantizers ==== */
 
-static void act_f32(const float *restrict x, void *restrict y, int64_t n) { memcpy(y, x, (size_t)n * 4); }
+void neon_act_f32(const float *restrict x, void *restrict y, int64_t n) { memcpy(y, x, (size_t)n * 4); }
 
-static void act_f16(const float *restrict x, void *restrict y, int64_t n) {
+void neon_act_f16(const float *restrict x, void *restrict y, int64_t n) {
     uint8_t *o = y;
     int64_t i = 0;
     for (; i + 4 <= n; i += 4) vst1_u16((uint16_t *)(void *)(o + 2 * i), vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i))));
     for (; i < n; i++) { const uint16_t h = g4_f32_to_f16(x[i]); memcpy(o + 2 * i, &h, 2); }
 }
 
-static void act_bf16(const float *restrict x, void *restrict y, int64_t n) {
+void neon_act_bf16(const float *restrict x, void *restrict y, int64_t n) {
     uint8_t *o = y;
     for (int64_t i = 0; i < n; i++) { const uint16_t b = g4_f32_to_bf16(x[i]); memcpy(o + 2 * i, &b, 2); }
 }
@@ -79,13 +80,13 @@ NINLINE void act_q8(const float *restrict x, uint8_t *restrict y, int64_t n, con
         }
     }
 }
-static void act_q8_0(const float *restrict x, void *restrict y, int64_t n) { act_q8(x, y, n, 0); }
-static void act_q8_1(const float *restrict x, void *restrict y, int64_t n) { act_q8(x, y, n, 1); }
-static void act_q8_K(const float *restrict x, void *restrict y, int64_t n) { quant_act_q8_K(x, y, n); }
+void neon_act_q8_0(const float *restrict x, void *restrict y, int64_t n) { act_q8(x, y, n, 0); }
+void neon_act_q8_1(const float *restrict x, void *restrict y, int64_t n) { act_q8(x, y, n, 1); }
+void neon_act_q8_K(const float *restrict x, void *restrict y, int64_t n) { quant_act_q8_K(x, y, n); }
 
 /* ==== GeGLU (kern.h): f16 rounding 4 lanes at a time, the table lookup per element ==== */
 
-static void geglu_neon(float *restrict gate, const float *restrict up, const uint16_t *restrict tab, int64_t n) {
+void neon_geglu(float *restrict gate, const float *restrict up, const uint16_t *restrict tab, int64_t n) {
     int64_t i = 0;
     for (; i + 4 <= n; i += 4) {
         const float32x4_t x = vld1q_f32(gate + i);
@@ -124,7 +125,7 @@ NINLINE float32x4_t v_expf(float32x4_t x) {
 
 /* ggml_vec_soft_max_f32 (NEON): blocks of 4 cells aligned on the row, vaddv (c0+c1)+(c2+c3)
  * each, added to a double; a block's masked cells enter as -inf (exp +0), as in the row */
-static double expsum_neon(float *x, int64_t n, int64_t cell0) {
+double neon_expsum(float *x, int64_t n, int64_t cell0) {
     double sum = 0.0;
     for (int64_t i = -(cell0 % 4); i < n; i += 4) {
         if (i >= 0 && i + 4 <= n) {
@@ -146,23 +147,14 @@ static double expsum_neon(float *x, int64_t n, int64_t cell0) {
 
 static const g4_kern TABLE = {
     .name = "neon",
-    .geglu = geglu_neon,
+    .geglu = neon_geglu,
     .pick = neon_pick,
-    .expsum = expsum_neon,
+    .expsum = neon_expsum,
     .act_q8_inv = 1,
     .f16_lanes = 1,
     /* one column of a weight llama.cpp does not repack: vec_dot */
-    .matmul = {
-        [G4_TYPE_F32] = neon_f32_vd, [G4_TYPE_F16] = neon_f16_vd, [G4_TYPE_BF16] = neon_bf16_vd,
-        [G4_TYPE_Q4_0] = neon_q4_0_vd, [G4_TYPE_Q4_1] = neon_q4_1_vd, [G4_TYPE_Q5_0] = neon_q5_0_vd,
-        [G4_TYPE_Q5_1] = neon_q5_1_vd, [G4_TYPE_Q8_0] = neon_q8_0_vd, [G4_TYPE_IQ4_NL] = neon_iq4_nl_vd,
-        [G4_TYPE_Q2_K] = neon_q2_K_vd, [G4_TYPE_Q3_K] = neon_q3_K_vd, [G4_TYPE_Q4_K] = neon_q4_K_vd,
-        [G4_TYPE_Q5_K] = neon_q5_K_vd, [G4_TYPE_Q6_K] = neon_q6_K_vd, [G4_TYPE_IQ4_XS] = neon_iq4_xs_vd,
-    },
-    .quantize_act = {
-        [G4_TYPE_F32] = act_f32, [G4_TYPE_F16] = act_f16, [G4_TYPE_BF16] = act_bf16,
-        [G4_TYPE_Q8_0] = act_q8_0, [G4_TYPE_Q8_1] = act_q8_1, [G4_TYPE_Q8_K] = act_q8_K,
-    },
+    .matmul = NEON_MATMUL_VD,
+    .quantize_act = NEON_QUANT_ACT,
 };
 
 const g4_kern *kern_table_neon(void) { return &TABLE; }

@@ -86,7 +86,46 @@ NEON_DECL(neon_q4_1_vd) NEON_DECL(neon_q5_0_vd) NEON_DECL(neon_q5_1_vd)
 NEON_DECL(neon_q2_K_vd) NEON_DECL(neon_q3_K_vd) NEON_DECL(neon_q4_K_vd) NEON_DECL(neon_q5_K_vd)
 NEON_DECL(neon_q6_K_vd) NEON_DECL(neon_iq4_xs_vd)
 NEON_DECL(neon_q4_K_rp) NEON_DECL(neon_q5_K_rp) NEON_DECL(neon_q6_K_rpv) NEON_DECL(neon_q6_K_rpm)
+/* the same file: the i8mm build's 8x8 orders (gemv, gemm) for the i8mm table (kern_i8mm.c) */
+NEON_DECL(neon_q4_K_rpi) NEON_DECL(neon_q5_K_rpi) NEON_DECL(neon_q4_K_rpim) NEON_DECL(neon_q5_K_rpim)
 /* kern_neon_f.c: float weights */
 NEON_DECL(neon_f32_vd) NEON_DECL(neon_f32_tb) NEON_DECL(neon_f16_vd) NEON_DECL(neon_f16_tb) NEON_DECL(neon_bf16_vd)
+
+/* kern_neon.c: armv8.2_2's kernel choice, the activation quantizers, GeGLU and the softmax
+ * exponentials, shared by the neon and i8mm tables */
+g4_matmul_fn neon_pick(const g4_kern *k, uint32_t type, int64_t N, int64_t col, int64_t n_in, int64_t n_out, unsigned flags);
+void neon_act_f32(const float *restrict x, void *restrict y, int64_t n);
+void neon_act_f16(const float *restrict x, void *restrict y, int64_t n);
+void neon_act_bf16(const float *restrict x, void *restrict y, int64_t n);
+void neon_act_q8_0(const float *restrict x, void *restrict y, int64_t n);
+void neon_act_q8_1(const float *restrict x, void *restrict y, int64_t n);
+void neon_act_q8_K(const float *restrict x, void *restrict y, int64_t n);
+void neon_geglu(float *restrict gate, const float *restrict up, const uint16_t *restrict tab, int64_t n);
+double neon_expsum(float *x, int64_t n, int64_t cell0);
+
+/* the tables' one-column (vec_dot) entries and activation quantizers */
+#define NEON_MATMUL_VD {                                                                                    \
+        [G4_TYPE_F32] = neon_f32_vd, [G4_TYPE_F16] = neon_f16_vd, [G4_TYPE_BF16] = neon_bf16_vd,            \
+        [G4_TYPE_Q4_0] = neon_q4_0_vd, [G4_TYPE_Q4_1] = neon_q4_1_vd, [G4_TYPE_Q5_0] = neon_q5_0_vd,        \
+        [G4_TYPE_Q5_1] = neon_q5_1_vd, [G4_TYPE_Q8_0] = neon_q8_0_vd, [G4_TYPE_IQ4_NL] = neon_iq4_nl_vd,    \
+        [G4_TYPE_Q2_K] = neon_q2_K_vd, [G4_TYPE_Q3_K] = neon_q3_K_vd, [G4_TYPE_Q4_K] = neon_q4_K_vd,        \
+        [G4_TYPE_Q5_K] = neon_q5_K_vd, [G4_TYPE_Q6_K] = neon_q6_K_vd, [G4_TYPE_IQ4_XS] = neon_iq4_xs_vd,    \
+    }
+#define NEON_QUANT_ACT {                                                                                    \
+        [G4_TYPE_F32] = neon_act_f32, [G4_TYPE_F16] = neon_act_f16, [G4_TYPE_BF16] = neon_act_bf16,         \
+        [G4_TYPE_Q8_0] = neon_act_q8_0, [G4_TYPE_Q8_1] = neon_act_q8_1, [G4_TYPE_Q8_K] = neon_act_q8_K,     \
+    }
+
+/* Q4_K/Q5_K 6-bit scales and mins of the 8 sub-blocks (get_scale_min_k4 for all j) */
+NINLINE void k4_scales(const uint8_t *q, uint8_t sc[8], uint8_t mn[8]) {
+    uint32_t u[3], s[2], m[2];
+    memcpy(u, q, 12);
+    s[0] = u[0] & 0x3f3f3f3fu;
+    s[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+    m[0] = u[1] & 0x3f3f3f3fu;
+    m[1] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+    memcpy(sc, s, 8);
+    memcpy(mn, m, 8);
+}
 
 #endif

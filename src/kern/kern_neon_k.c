@@ -13,6 +13,11 @@
  *   Q3_K, Q6_K, IQ4_XS vd   s = fma(dx * dy, isum, s)
  *   Q4_K/Q5_K rp   per 64 elements s = fma(dx * dy, isum64, s); then s = fma(-mins, dmx * dy, s)
  *   Q6_K rpv  s = s + isum * (dx * dy) (not fused); rpm s = fma(isum, dx * dy, s)
+ * and the i8mm build's 8x8 repacked kernels (armv8.6_1; the table kern_i8mm.c picks them):
+ *   Q4_K/Q5_K rpi  gemv: per 32 elements s = fma(dx * dy, isum32, s), Q5_K after each 64
+ *             s = fma(-(dmx * dy), mins64, s), Q4_K at the end s = fma(-mins, dmx * dy, s)
+ *   Q4_K/Q5_K rpim gemm: s = fma(-mins, dmx * dy, s); s = fma(isum, dx * dy, s) (for Q4_K the
+ *             same bits as vd)
  * Activations: Q8_K rows (292 bytes per 256: f32 d, 256 int8, 16 int16 bsums).
  */
 #include "kern_neon.h"
@@ -30,18 +35,6 @@ NINLINE int32x4_t sdot2(int8x16_t w0, int8x16_t w1, const uint8_t *a) {
     return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, nld8(a)), w1, nld8(a + 16));
 }
 
-/* Q4_K/Q5_K 6-bit scales and mins of the 8 sub-blocks (get_scale_min_k4 for all j) */
-NINLINE void k4_scales(const uint8_t *q, uint8_t sc[8], uint8_t mn[8]) {
-    uint32_t u[3], s[2], m[2];
-    memcpy(u, q, 12);
-    s[0] = u[0] & 0x3f3f3f3fu;
-    s[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
-    m[0] = u[1] & 0x3f3f3f3fu;
-    m[1] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
-    memcpy(sc, s, 8);
-    memcpy(mn, m, 8);
-}
-
 /* sum over the 8 sub-blocks of mins[sb] * (bsum[2sb] + bsum[2sb+1]) */
 NINLINE int k4_mins(const uint8_t mn[8], const uint8_t *a) {
     const int16x8_t bs = vpaddq_s16(vld1q_s16((const int16_t *)(const void *)(a + 260)),
@@ -51,10 +44,11 @@ NINLINE int k4_mins(const uint8_t mn[8], const uint8_t *a) {
 }
 
 /* One super-block b of type ty against nt tokens (activation blocks a[t]): exact isum[t]
- * (scales applied) and, for Q2_K/Q4_K/Q5_K, mins[t]; per64 (Q4_K/Q5_K): isum64[t][k] of
- * the four 64-element quarters instead of isum. */
-NINLINE void k_sb(const int ty, const int per64, const uint8_t *b, const uint8_t *const *a, const int nt,
-                  int isum[NT], int isum64[NT][4], int mins[NT]) {
+ * (scales applied) and, for Q2_K/Q4_K/Q5_K, mins[t]; split (Q4_K/Q5_K) 1: isq[t][k] of the
+ * four 64-element quarters instead of isum, 2: isq[t][j] of the eight 32-element sub-blocks
+ * and mins64[t][k] the min term of each quarter. */
+NINLINE void k_sb(const int ty, const int split, const uint8_t *b, const uint8_t *const *a, const int nt,
+                  int isum[NT], int isq[NT][8], int mins[NT], int mins64[NT][4]) {
     int32x4_t acc[NT];
     NUNROLL for (int t = 0; t < NT; t++) acc[t] = vdupq_n_s32(0);
     const uint8x16_t m4 = vdupq_n_u8(0x0f), m3 = vdupq_n_u8(3), one = vdupq_n_u8(1);
@@ -79,11 +73,22 @@ NINLINE void k_sb(const int ty, const int per64, const uint8_t *b, const uint8_t
                 const uint8_t *q8 = a[t] + 4 + 64 * k;
                 const int32x4_t sl = sdot2(vreinterpretq_s8_u8(l0), vreinterpretq_s8_u8(l1), q8);
                 const int32x4_t sh = sdot2(vreinterpretq_s8_u8(u0), vreinterpretq_s8_u8(u1), q8 + 32);
-                if (per64) isum64[t][k] = vaddvq_s32(vmlaq_n_s32(vmulq_n_s32(sl, sc[2 * k]), sh, sc[2 * k + 1]));
+                if (split == 2) {
+                    isq[t][2 * k] = vaddvq_s32(sl) * sc[2 * k];
+                    isq[t][2 * k + 1] = vaddvq_s32(sh) * sc[2 * k + 1];
+                } else if (split) isq[t][k] = vaddvq_s32(vmlaq_n_s32(vmulq_n_s32(sl, sc[2 * k]), sh, sc[2 * k + 1]));
                 else acc[t] = vmlaq_n_s32(vmlaq_n_s32(acc[t], sl, sc[2 * k]), sh, sc[2 * k + 1]);
             }
         }
         NUNROLL for (int t = 0; t < nt; t++) mins[t] = k4_mins(mn, a[t]);
+        if (split == 2)
+            NUNROLL for (int t = 0; t < nt; t++) {
+                const int16x8_t bs = vpaddq_s16(vld1q_s16((const int16_t *)(const void *)(a[t] + 260)),
+                                                vld1q_s16((const int16_t *)(const void *)(a[t] + 276)));
+                const int16x8_t m = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));
+                const int32x4_t q = vpaddq_s32(vmull_s16(vget_low_s16(bs), vget_low_s16(m)), vmull_high_s16(bs, m));
+                vst1q_s32(mins64[t], q);
+            }
     } else if (ty == K_Q6) {
         const int8_t *sc = (const int8_t *)(const void *)(b + 192);
         const int8x16_t c32 = vdupq_n_s8(32);
@@ -164,19 +169,31 @@ NINLINE void k_sb(const int ty, const int per64, const uint8_t *b, const uint8_t
             NUNROLL for (int t = 0; t < nt; t++) acc[t] = vmlaq_n_s32(acc[t], sdot2(lo, hi, a[t] + 4 + 32 * k), ls);
         }
     }
-    if (!per64) NUNROLL for (int t = 0; t < nt; t++) isum[t] = vaddvq_s32(acc[t]);
+    if (!split) NUNROLL for (int t = 0; t < nt; t++) isum[t] = vaddvq_s32(acc[t]);
 }
 
 /* one super-block b's float step for one token (dy its activation scale) into *s, in the
  * order's sequence (see the top); order: 0 vec_dot, 1 repacked (Q4_K/Q5_K 8x4; Q6_K gemv),
- * 2 Q6_K repacked gemm */
-NINLINE void k_acc(const int ty, const int order, const uint8_t *b, float dy, int isum, const int *isum64, int mins, float *s) {
+ * 2 Q6_K repacked gemm, 3 Q4_K/Q5_K i8mm gemv (isq per 32), 4 Q4_K/Q5_K i8mm gemm */
+NINLINE void k_acc(const int ty, const int order, const uint8_t *b, float dy, int isum, const int *isq, int mins,
+                   const int *mins64, float *s) {
     const float dx = nh2f(b + (ty == K_Q2 ? 80 : ty == K_Q3 ? 108 : ty == K_Q6 ? 208 : 0));
     const float dmx = ty == K_Q2 ? nh2f(b + 82) : ty == K_Q4 || ty == K_Q5 ? nh2f(b + 2) : 0.0f;
     if (order == 1 && (ty == K_Q4 || ty == K_Q5)) {
         const float d = dx * dy;
-        NUNROLL for (int k = 0; k < 4; k++) *s = fmaf(d, (float)isum64[k], *s);
+        NUNROLL for (int k = 0; k < 4; k++) *s = fmaf(d, (float)isq[k], *s);
         *s = fmaf(-(float)mins, dmx * dy, *s);
+    } else if (order == 3) {
+        const float d = dx * dy, dm = dmx * dy;
+        NUNROLL for (int k = 0; k < 4; k++) {
+            *s = fmaf(d, (float)isq[2 * k], *s);
+            *s = fmaf(d, (float)isq[2 * k + 1], *s);
+            if (ty == K_Q5) *s = fmaf(-dm, (float)mins64[k], *s);
+        }
+        if (ty == K_Q4) *s = fmaf(-(float)mins, dm, *s);
+    } else if (order == 4) {
+        *s = fmaf(-(float)mins, dmx * dy, *s);
+        *s = fmaf((float)isum, dx * dy, *s);
     } else if (ty == K_Q6 && order == 1) {
         const float p = (float)isum * (dx * dy); /* its own statement: never contracted */
         *s += p;
@@ -199,16 +216,16 @@ NINLINE void k_acc(const int ty, const int order, const uint8_t *b, float dy, in
 NINLINE void k_row(const int ty, const int order, const uint8_t *w, const uint8_t *x, size_t xrb, int64_t n,
                    const int nt, float *out) {
     const size_t wb = k_bytes(ty);
-    const int per64 = order == 1 && (ty == K_Q4 || ty == K_Q5);
+    const int split = (ty == K_Q4 || ty == K_Q5) ? (order == 1 ? 1 : order == 3 ? 2 : 0) : 0;
     float s[NT];
     NUNROLL for (int t = 0; t < NT; t++) s[t] = 0;
     for (int64_t i = 0; i < n / 256; i++) {
         const uint8_t *b = w + (size_t)i * wb;
         const uint8_t *a[NT];
         NUNROLL for (int t = 0; t < NT; t++) a[t] = x + (size_t)(t < nt ? t : 0) * xrb + (size_t)i * 292;
-        int isum[NT], isum64[NT][4], mins[NT];
-        k_sb(ty, per64, b, a, nt, isum, isum64, mins);
-        NUNROLL for (int t = 0; t < nt; t++) k_acc(ty, order, b, nrdf(a[t]), isum[t], isum64[t], mins[t], &s[t]);
+        int isum[NT], isq[NT][8], mins[NT], mins64[NT][4];
+        k_sb(ty, split, b, a, nt, isum, isq, mins, mins64);
+        NUNROLL for (int t = 0; t < nt; t++) k_acc(ty, order, b, nrdf(a[t]), isum[t], isq[t], mins[t], mins64[t], &s[t]);
     }
     NUNROLL for (int t = 0; t < nt; t++) out[t] = s[t];
 }
@@ -240,7 +257,8 @@ NINLINE void k_tr4(int32x4_t r[4]) {
  * the four rows; per row the eight sub-block sums are formed as lanes (pairwise adds of the
  * sdot lanes) and scaled in int32 vectors; the rows' results meet in one vector (lane = row)
  * and every float step of the order runs on the four lanes at once, exactly as per row
- * (k_acc). order 0 vec_dot, 1 the 8x4 repacked gemv (per 64 elements). */
+ * (k_acc). order 0 vec_dot, 1 the 8x4 repacked gemv (per 64 elements), 3 the i8mm 8x8 gemv
+ * (per 32 elements). */
 NINLINE void k45_rows4(const int q5, const int order, const uint8_t *w, size_t wrb, const uint8_t *x, int64_t n, float *out) {
     const size_t wb = q5 ? 176 : 144;
     const uint8x16_t m4 = vdupq_n_u8(0x0f), one = vdupq_n_u8(1);
@@ -251,13 +269,14 @@ NINLINE void k45_rows4(const int q5, const int order, const uint8_t *w, size_t w
                                         vld1q_s16((const int16_t *)(const void *)(a + 276)));
         int8x16_t av[16];
         NUNROLL for (int k = 0; k < 16; k++) av[k] = nld8(a + 4 + 16 * k);
-        int32x4_t res[4], mins[4];
+        int32x4_t res[4], res_hi[4], mins[4];
         NUNROLL for (int r = 0; r < 4; r++) {
             const uint8_t *br = b + (size_t)r * wrb;
             uint8_t sc[8], mn[8];
             k4_scales(br + 4, sc, mn);
             const int16x8_t m = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));
-            mins[r] = vmlal_s16(vmull_s16(vget_low_s16(bs), vget_low_s16(m)), vget_high_s16(bs), vget_high_s16(m));
+            const int32x4_t mlo = vmull_s16(vget_low_s16(bs), vget_low_s16(m)), mhi = vmull_high_s16(bs, m);
+            mins[r] = order == 3 ? vpaddq_s32(mlo, mhi) /* the four 64-element min terms */ : vaddq_s32(mlo, mhi);
             const uint16x8_t sc16 = vmovl_u8(vld1_u8(sc));
             const int32x4_t sc_lo = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(sc16))), sc_hi = vreinterpretq_s32_u32(vmovl_high_u16(sc16));
             const uint8_t *qs = br + (q5 ? 48 : 16);
@@ -281,11 +300,24 @@ NINLINE void k45_rows4(const int q5, const int order, const uint8_t *w, size_t w
             /* scale x sub-block sum, for sub-blocks 0..3 and 4..7 */
             const int32x4_t p0 = vmulq_s32(K_SUMS4(sb[0], sb[1], sb[2], sb[3]), sc_lo);
             const int32x4_t p1 = vmulq_s32(K_SUMS4(sb[4], sb[5], sb[6], sb[7]), sc_hi);
-            res[r] = order ? vpaddq_s32(p0, p1) /* the four 64-element sums */ : vaddq_s32(p0, p1);
+            res[r] = order == 3 ? p0 : order ? vpaddq_s32(p0, p1) /* the four 64-element sums */ : vaddq_s32(p0, p1);
+            res_hi[r] = p1;
         }
         const float dy = nrdf(a);
         const float32x4_t d = vmulq_n_f32(k_h4(b, wrb, 0), dy), dm = vmulq_n_f32(k_h4(b, wrb, 2), dy);
         const float32x4_t mf = vcvtq_f32_s32(k_hadd4(mins[0], mins[1], mins[2], mins[3]));
+        if (order == 3) {
+            k_tr4(res);    /* res[j]: sub-block j's scaled sum of each row */
+            k_tr4(res_hi); /* res_hi[j]: sub-block 4 + j's */
+            if (q5) k_tr4(mins);
+            NUNROLL for (int k = 0; k < 4; k++) {
+                s = vfmaq_f32(s, d, vcvtq_f32_s32(k < 2 ? res[2 * k] : res_hi[2 * k - 4]));         /* fma(d, isum32, s) */
+                s = vfmaq_f32(s, d, vcvtq_f32_s32(k < 2 ? res[2 * k + 1] : res_hi[2 * k - 3]));
+                if (q5) s = vfmsq_f32(s, dm, vcvtq_f32_s32(mins[k]));                              /* fma(-dm, mins64, s) */
+            }
+            if (!q5) s = vfmsq_f32(s, mf, dm);                                                    /* fma(-mins, dm, s) */
+            continue;
+        }
         if (order) {
             k_tr4(res); /* res[k]: the k-th 64-element sum of each row */
             NUNROLL for (int k = 0; k < 4; k++) s = vfmaq_f32(s, d, vcvtq_f32_s32(res[k])); /* fma(d, isum64, s) */
@@ -356,6 +388,12 @@ NINLINE void k6_rows4(const int order, const uint8_t *w, size_t wrb, const uint8
 #define ROW_Q6_K_RPV(w, x, xrb, n, nt, out) k_row(K_Q6, 1, w, x, xrb, n, nt, out)
 #define ROW_Q6_K_RPV4(w, wrb, x, n, out) k6_rows4(1, w, wrb, x, n, out)
 #define ROW_Q6_K_RPM(w, x, xrb, n, nt, out) k_row(K_Q6, 2, w, x, xrb, n, nt, out)
+#define ROW_Q4_K_RPI(w, x, xrb, n, nt, out) k_row(K_Q4, 3, w, x, xrb, n, nt, out)
+#define ROW_Q4_K_RPI4(w, wrb, x, n, out) k45_rows4(0, 3, w, wrb, x, n, out)
+#define ROW_Q5_K_RPI(w, x, xrb, n, nt, out) k_row(K_Q5, 3, w, x, xrb, n, nt, out)
+#define ROW_Q5_K_RPI4(w, wrb, x, n, out) k45_rows4(1, 3, w, wrb, x, n, out)
+#define ROW_Q4_K_RPIM(w, x, xrb, n, nt, out) k_row(K_Q4, 4, w, x, xrb, n, nt, out)
+#define ROW_Q5_K_RPIM(w, x, xrb, n, nt, out) k_row(K_Q5, 4, w, x, xrb, n, nt, out)
 
 NEON_MM(neon_q2_K_vd, ROW_Q2_K_VD)
 NEON_MM(neon_q3_K_vd, ROW_Q3_K_VD)
@@ -367,3 +405,7 @@ NEON_MM4(neon_q4_K_rp, ROW_Q4_K_RP, ROW_Q4_K_RP4)
 NEON_MM4(neon_q5_K_rp, ROW_Q5_K_RP, ROW_Q5_K_RP4)
 NEON_MM4(neon_q6_K_rpv, ROW_Q6_K_RPV, ROW_Q6_K_RPV4)
 NEON_MM(neon_q6_K_rpm, ROW_Q6_K_RPM)
+NEON_MM4(neon_q4_K_rpi, ROW_Q4_K_RPI, ROW_Q4_K_RPI4)
+NEON_MM4(neon_q5_K_rpi, ROW_Q5_K_RPI, ROW_Q5_K_RPI4)
+NEON_MM(neon_q4_K_rpim, ROW_Q4_K_RPIM)
+NEON_MM(neon_q5_K_rpim, ROW_Q5_K_RPIM)

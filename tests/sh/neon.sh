@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/sh/neon.sh - cross-compile the quant and kernel tests for aarch64 and run them under
-# qemu-aarch64 (-cpu max: NEON, dotprod, fp16), so the NEON table is checked against the
-# scalar one on an x86 host. Needs gcc-aarch64-linux-gnu and qemu-user (qemu-aarch64);
+# qemu-aarch64 (-cpu max: NEON, dotprod, fp16, SVE, i8mm), so the neon and i8mm tables are
+# checked against the scalar one on an x86 host. Needs gcc-aarch64-linux-gnu and qemu-user (qemu-aarch64);
 # without them it reports a skip. The last line is always "N passed, M failed".
 CC_ARM=${CC_ARM:-aarch64-linux-gnu-gcc}
 QEMU=${QEMU:-qemu-aarch64}
@@ -30,6 +30,7 @@ res=$(G4_TEST_VERBOSE=1 "$QEMU" -cpu max "$OUT/g4-test" quant kern 2>"$OUT/stder
 rc=$?
 cat "$OUT/stderr" >&2
 grep -q "testing kernel set neon" "$OUT/stderr" || { echo "neon: the neon table was not tested (CPU features?)"; rc=1; }
+grep -q "testing kernel set i8mm" "$OUT/stderr" || { echo "neon: the i8mm table was not tested (qemu -cpu max: SVE, i8mm?)"; rc=1; }
 line=$(printf '%s\n' "$res" | grep -E '^[0-9]+ passed, [0-9]+ failed' | tail -n 1)
 [ -n "$line" ] || line="0 passed, 1 failed"
 if [ $rc -ne 0 ] && printf '%s' "$line" | grep -q ' 0 failed'; then

@@ -1,0 +1,173 @@
+/* kern_i8mm.c - the aarch64 table for cores with i8mm (smmla) and SVE, built with
+ * -march=armv8.2-a+dotprod+fp16+i8mm (nothing else is): chosen at run time when getauxval
+ * reports asimd, asimddp, asimdhp, sve and i8mm.
+ *
+ * Which llama.cpp it follows: on such a core llama.cpp's arm64 CPU backend loads its
+ * armv8.6_1 library (dotprod, fp16, SVE, MATMUL_INT8; the Linux variants with i8mm all need
+ * SVE, so a core with i8mm and no SVE loads armv8.2_2, the neon table's). That library
+ * repacks q4_K, q5_K and q6_K 8x8 and q4_0, q8_0 4x8 (ggml_repack_get_optimal_repack_type)
+ * and runs their i8mm gemm (4 tokens) and gemv. Of those, only the q4_K and q5_K kernels
+ * sum in another float order than the dotprod 8x4 / 4x4 ones the neon table follows
+ * (tools/g4-ggml-kern.c arm_repacked, checked against the library under qemu):
+ *   gemv  per 32 elements s = fma(d, isum32, s); Q5_K per 64 s = fma(-dm, mins64, s);
+ *         Q4_K at the end s = fma(-mins, dm, s)                 (kern_neon_k.c _rpi)
+ *   gemm  per super-block s = fma(-mins, dm, s); s = fma(isum, d, s)   (_rpim; here the
+ *         Q4_K gemm, i8mm_q4_K_mm, by smmla)
+ * so this table is the neon table with those four choices changed. Not followed (yet): the
+ * library's SVE vec_dot paths for weights it does not repack (q8_0, q4_0, q2_K, F32, F16:
+ * the KV cache) and its i8mm two-row vec_dot (q4_0, q4_1, q8_0, q4_K with an even token
+ * count); at 256-bit SVE its q4_0 8x8 kernel keeps the 4x4 float order. oracle_kern_neon.sh
+ * reports those against that library (G4_ARM64_CPU_LIB=libggml-cpu-armv8.6_1.so).
+ *
+ * i8mm_q4_K_mm: two weight rows x four tokens per pass. smmla multiplies a 2x8 int8 block
+ * (8 codes of each row) by an 8x2 block (8 activation values of each of two tokens) into a
+ * 2x2 int32 block, so one instruction does the work of two sdot for four (row, token)
+ * pairs. The activations of the four tokens are interleaved once per call, eight values of
+ * one token then eight of the next (the layout llama.cpp's block_q8_Kx4 has), in chunks of
+ * I8_CHUNK super-blocks on the stack; the partial sums of a chunk go to y and come back
+ * for the next, so each (row, token) still sums its super-blocks in order. Exact integer
+ * sums, then the gemm's two fmas per super-block on the four pairs as lanes.
+ */
+#include "kern_neon.h"
+
+#include <arm_neon.h>
+
+#define I8_CHUNK 8 /* super-blocks of interleaved activations per pass over the rows */
+
+/* [x0 e0..7, x1 e0..7] and [x0 e8..15, x1 e8..15] */
+NINLINE int8x16_t zlo(int8x16_t a, int8x16_t b) { return vreinterpretq_s8_s64(vzip1q_s64(vreinterpretq_s64_s8(a), vreinterpretq_s64_s8(b))); }
+NINLINE int8x16_t zhi(int8x16_t a, int8x16_t b) { return vreinterpretq_s8_s64(vzip2q_s64(vreinterpretq_s64_s8(a), vreinterpretq_s64_s8(b))); }
+
+/* sum of the mins term [r0 t0, r0 t1, r1 t0, r1 t1] of two rows' mins and two tokens' 32-sums */
+NINLINE int32x4_t mins2x2(int16x8_t m0, int16x8_t m1, int16x8_t b0, int16x8_t b1) {
+    const int32x4_t p00 = vmlal_high_s16(vmull_s16(vget_low_s16(m0), vget_low_s16(b0)), m0, b0);
+    const int32x4_t p01 = vmlal_high_s16(vmull_s16(vget_low_s16(m0), vget_low_s16(b1)), m0, b1);
+    const int32x4_t p10 = vmlal_high_s16(vmull_s16(vget_low_s16(m1), vget_low_s16(b0)), m1, b0);
+    const int32x4_t p11 = vmlal_high_s16(vmull_s16(vget_low_s16(m1), vget_low_s16(b1)), m1, b1);
+    return vpaddq_s32(vpaddq_s32(p00, p01), vpaddq_s32(p10, p11));
+}
+
+/* One super-block of rows w0, w1 against four tokens: xi the interleaved activation values
+ * (two pairs of 512 bytes: pair p, 8-value group g at xi + 512 p + 16 g), a[t] the tokens'
+ * Q8_K blocks (d and bsums); s[p] lanes [r0 t2p, r0 t2p+1, r1 t2p, r1 t2p+1]. */
+NINLINE void q4k_sb_2x4(const uint8_t *w0, const uint8_t *w1, const int8_t *xi, const uint8_t *const a[4], float32x4_t s[2]) {
+    uint8_t sc0[8], mn0[8], sc1[8], mn1[8];
+    k4_scales(w0 + 4, sc0, mn0);
+    k4_scales(w1 + 4, sc1, mn1);
+    const uint8x16_t m4 = vdupq_n_u8(0x0f);
+    int32x4_t acc[2] = { vdupq_n_s32(0), vdupq_n_s32(0) };
+    NUNROLL for (int k = 0; k < 4; k++) {
+        const uint8x16_t q00 = vld1q_u8(w0 + 16 + 32 * k), q01 = vld1q_u8(w0 + 32 + 32 * k);
+        const uint8x16_t q10 = vld1q_u8(w1 + 16 + 32 * k), q11 = vld1q_u8(w1 + 32 + 32 * k);
+        /* sub-block 2k: the low nibbles (elements 64k .. +31), 2k + 1: the high ones */
+        const int8x16_t l00 = vreinterpretq_s8_u8(vandq_u8(q00, m4)), l01 = vreinterpretq_s8_u8(vandq_u8(q01, m4));
+        const int8x16_t l10 = vreinterpretq_s8_u8(vandq_u8(q10, m4)), l11 = vreinterpretq_s8_u8(vandq_u8(q11, m4));
+        const int8x16_t h00 = vreinterpretq_s8_u8(vshrq_n_u8(q00, 4)), h01 = vreinterpretq_s8_u8(vshrq_n_u8(q01, 4));
+        const int8x16_t h10 = vreinterpretq_s8_u8(vshrq_n_u8(q10, 4)), h11 = vreinterpretq_s8_u8(vshrq_n_u8(q11, 4));
+        const int8x16_t L[4] = { zlo(l00, l10), zhi(l00, l10), zlo(l01, l11), zhi(l01, l11) };
+        const int8x16_t H[4] = { zlo(h00, h10), zhi(h00, h10), zlo(h01, h11), zhi(h01, h11) };
+        const int32_t sl[4] = { sc0[2 * k], sc0[2 * k], sc1[2 * k], sc1[2 * k] };
+        const int32_t sh[4] = { sc0[2 * k + 1], sc0[2 * k + 1], sc1[2 * k + 1], sc1[2 * k + 1] };
+        const int32x4_t vsl = vld1q_s32(sl), vsh = vld1q_s32(sh);
+        NUNROLL for (int p = 0; p < 2; p++) {
+            const int8_t *g = xi + 512 * p + 16 * 8 * k;
+            int32x4_t lo = vdupq_n_s32(0), hi = vdupq_n_s32(0);
+            NUNROLL for (int j = 0; j < 4; j++) {
+                lo = vmmlaq_s32(lo, L[j], vld1q_s8(g + 16 * j));
+                hi = vmmlaq_s32(hi, H[j], vld1q_s8(g + 64 + 16 * j));
+            }
+            acc[p] = vmlaq_s32(vmlaq_s32(acc[p], lo, vsl), hi, vsh);
+        }
+    }
+    const int16x8_t mm0 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn0))), mm1 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn1)));
+    const float16x4_t hd = vreinterpret_f16_u16(vcreate_u16((uint64_t)quant_rd16(w0) | (uint64_t)quant_rd16(w0 + 2) << 16 |
+                                                            (uint64_t)quant_rd16(w1) << 32 | (uint64_t)quant_rd16(w1 + 2) << 48));
+    const float32x4_t f = vcvt_f32_f16(hd); /* [dx0, dmx0, dx1, dmx1] */
+    const float32x4_t dx = vcombine_f32(vdup_laneq_f32(f, 0), vdup_laneq_f32(f, 2));
+    const float32x4_t dmx = vcombine_f32(vdup_laneq_f32(f, 1), vdup_laneq_f32(f, 3));
+    NUNROLL for (int p = 0; p < 2; p++) {
+        const uint8_t *ae = a[2 * p], *ao = a[2 * p + 1];
+        const int16x8_t be = vpaddq_s16(vld1q_s16((const int16_t *)(const void *)(ae + 260)), vld1q_s16((const int16_t *)(const void *)(ae + 276)));
+        const int16x8_t bo = vpaddq_s16(vld1q_s16((const int16_t *)(const void *)(ao + 260)), vld1q_s16((const int16_t *)(const void *)(ao + 276)));
+        const float32x4_t mf = vcvtq_f32_s32(mins2x2(mm0, mm1, be, bo));
+        const float dyv[4] = { nrdf(ae), nrdf(ao), nrdf(ae), nrdf(ao) };
+        const float32x4_t dy = vld1q_f32(dyv);
+        const float32x4_t d = vmulq_f32(dx, dy), dm = vmulq_f32(dmx, dy);
+        s[p] = vfmsq_f32(s[p], mf, dm);                     /* fma(-mins, dm, s) */
+        s[p] = vfmaq_f32(s[p], vcvtq_f32_s32(acc[p]), d);   /* fma(isum, d, s) */
+    }
+}
+
+static void i8mm_q4_K_mm(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t wrb, const void *restrict xq,
+                         size_t xrb, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
+    const uint8_t *x = xq;
+    const int64_t nb = n_in / 256, r_even = row0 + (row1 - row0) / 2 * 2;
+    int t0 = 0;
+    for (; t0 + 4 <= n_tok; t0 += 4) {
+        const uint8_t *xt = x + (size_t)t0 * xrb;
+        float *yt = y + (size_t)t0 * ldy;
+        for (int64_t c0 = 0; c0 < nb; c0 += I8_CHUNK) {
+            const int64_t nc = nb - c0 < I8_CHUNK ? nb - c0 : I8_CHUNK;
+            int8_t xi[I8_CHUNK][1024]; /* [super-block][pair][group][token of the pair][8] */
+            for (int64_t i = 0; i < nc; i++)
+                for (int p = 0; p < 2; p++) {
+                    const uint8_t *ae = xt + (size_t)(2 * p) * xrb + (size_t)(c0 + i) * 292 + 4, *ao = ae + xrb;
+                    for (int h = 0; h < 16; h++) {
+                        const int8x16_t e = nld8(ae + 16 * h), o = nld8(ao + 16 * h);
+                        vst1q_s8(xi[i] + 512 * p + 32 * h, zlo(e, o));
+                        vst1q_s8(xi[i] + 512 * p + 32 * h + 16, zhi(e, o));
+                    }
+                }
+            for (int64_t r = row0; r < r_even; r += 2) {
+                float32x4_t s[2];
+                float *o[2][4];
+                for (int p = 0; p < 2; p++) {
+                    o[p][0] = yt + (size_t)(2 * p) * ldy + r;
+                    o[p][1] = yt + (size_t)(2 * p + 1) * ldy + r;
+                    o[p][2] = o[p][0] + 1;
+                    o[p][3] = o[p][1] + 1;
+                    const float v[4] = { *o[p][0], *o[p][1], *o[p][2], *o[p][3] };
+                    s[p] = c0 ? vld1q_f32(v) : vdupq_n_f32(0);
+                }
+                const uint8_t *w0 = w + (size_t)r * wrb, *w1 = w0 + wrb;
+                for (int64_t i = 0; i < nc; i++) {
+                    const size_t bo = (size_t)(c0 + i) * 144, ao = (size_t)(c0 + i) * 292;
+                    const uint8_t *a[4] = { xt + ao, xt + xrb + ao, xt + 2 * xrb + ao, xt + 3 * xrb + ao };
+                    q4k_sb_2x4(w0 + bo, w1 + bo, xi[i], a, s);
+                }
+                for (int p = 0; p < 2; p++) {
+                    float v[4];
+                    vst1q_f32(v, s[p]);
+                    for (int j = 0; j < 4; j++) *o[p][j] = v[j];
+                }
+            }
+        }
+        if (r_even < row1) neon_q4_K_rpim(yt, ldy, w, wrb, xt, xrb, n_in, r_even, row1, 4);
+    }
+    if (t0 < n_tok) neon_q4_K_rpim(y + (size_t)t0 * ldy, ldy, w, wrb, x + (size_t)t0 * xrb, xrb, n_in, row0, row1, n_tok - t0);
+}
+
+/* armv8.6_1's kernel choice: its 8x8 q4_K / q5_K kernels (gemm for the columns below
+ * N - N % 4, gemv for the rest, as for the 8x4 ones), everything else as armv8.2_2 */
+static g4_matmul_fn i8mm_pick(const g4_kern *k, uint32_t type, int64_t N, int64_t col, int64_t n_in, int64_t n_out,
+                              unsigned flags) {
+    if (!(flags & KERN_PLAIN) && n_out % 8 == 0) {
+        const int gemm = col < N - N % 4;
+        if (type == G4_TYPE_Q4_K) return gemm ? i8mm_q4_K_mm : neon_q4_K_rpi;
+        if (type == G4_TYPE_Q5_K) return gemm ? neon_q5_K_rpim : neon_q5_K_rpi;
+    }
+    return neon_pick(k, type, N, col, n_in, n_out, flags);
+}
+
+static const g4_kern TABLE = {
+    .name = "i8mm",
+    .geglu = neon_geglu,
+    .pick = i8mm_pick,
+    .expsum = neon_expsum,
+    .act_q8_inv = 1,
+    .f16_lanes = 1,
+    .matmul = NEON_MATMUL_VD,
+    .quantize_act = NEON_QUANT_ACT,
+};
+
+const g4_kern *kern_table_i8mm(void) { return &TABLE; }
