@@ -34,9 +34,11 @@ CASES = [
     ("Q8_0 matvec", 272, ("kern_neon_b32.o", "neon_q8_0_rp", 4 * 32), ("ggml_gemv_q8_0_4x4_q8_0", 4 * 32)),
     ("Q4_0 matvec", 144, ("kern_neon_b32.o", "neon_q4_0_rp", 4 * 32), ("ggml_gemv_q4_0_4x4_q8_0", 4 * 32)),
     ("Q4_K prefill tile", 144, ("kern_neon_k.o", "neon_q4_K_rp_rows", 4 * 256), ("ggml_gemm_q4_K_8x4_q8_K", 8 * 4 * 256)),
+    ("Q6_K prefill tile", 210, ("kern_neon_k.o", "neon_q6_K_rpm", 4 * 256), ("ggml_gemm_q6_K_8x4_q8_K", 8 * 4 * 256)),
     # the i8mm table's smmla tile (2 rows x 4 tokens) against armv8.6_1's 8x8 i8mm gemm; only
     # for cores with i8mm (I8MM_CPUS)
-    ("Q4_K prefill i8mm", 144, ("kern_i8mm.o", "i8mm_q4_K_mm", 2 * 4 * 256), ("ggml_gemm_q4_K_8x8_q8_K", 8 * 4 * 256), "armv8.6_1"),
+    ("Q4_K i8mm tile", 144, ("kern_i8mm.o", "i8mm_q4_K_mm", 2 * 4 * 256), ("ggml_gemm_q4_K_8x8_q8_K", 8 * 4 * 256), "armv8.6_1"),
+    ("Q6_K i8mm tile", 210, ("kern_i8mm.o", "i8mm_q6_K_mm", 2 * 4 * 256), ("ggml_gemm_q6_K_8x8_q8_K", 8 * 4 * 256), "armv8.6_1"),
 ]
 I8MM_CPUS = ("neoverse-v1",)
 # (llvm-mca -mcpu, what it models, clock GHz for the GB/s column)
@@ -132,6 +134,14 @@ def plan(ins, macs):
                 if children(ls, *k):
                     return None  # deeper nests: not needed for these kernels
             return out
+    # no loop does a whole iteration's work (llama.cpp's q6_K 8x8 gemm: a loop over the four
+    # 64-element quarters that the compiler laid out overlapping its neighbours): the innermost
+    # loop whose work divides it, times the trips that make it up; what runs once per iteration
+    # outside it is not counted (an undercount, in that kernel's favour)
+    for (s, e) in sorted(ls, key=lambda l: l[1] - l[0]):
+        w = 16 * sdots(ins, s, e)
+        if w and not children(ls, s, e) and macs % w == 0:
+            return [(own_body(ins, ls, s, e), macs // w)]
     return None
 
 

@@ -13,13 +13,14 @@
  *         Q4_K at the end s = fma(-mins, dm, s)                 (kern_neon_k.c _rpi)
  *   gemm  per super-block s = fma(-mins, dm, s); s = fma(isum, d, s)   (_rpim; here the
  *         Q4_K gemm, i8mm_q4_K_mm, by smmla)
- * so this table is the neon table with those four choices changed. Not followed (yet): the
+ * so this table is the neon table with those four choices changed, and its Q4_K and Q6_K gemm
+ * (Q6_K: s = fma(isum, d, s), the 8x4 order) on smmla. Not followed (yet): the
  * library's SVE vec_dot paths for weights it does not repack (q8_0, q4_0, q2_K, F32, F16:
  * the KV cache) and its i8mm two-row vec_dot (q4_0, q4_1, q8_0, q4_K with an even token
  * count); at 256-bit SVE its q4_0 8x8 kernel keeps the 4x4 float order. oracle_kern_neon.sh
  * reports those against that library (G4_ARM64_CPU_LIB=libggml-cpu-armv8.6_1.so).
  *
- * i8mm_q4_K_mm: two weight rows x four tokens per pass. smmla multiplies a 2x8 int8 block
+ * i8mm_q4_K_mm, i8mm_q6_K_mm: two weight rows x four tokens per pass. smmla multiplies a 2x8 int8 block
  * (8 codes of each row) by an 8x2 block (8 activation values of each of two tokens) into a
  * 2x2 int32 block, so one instruction does the work of two sdot for four (row, token)
  * pairs. The activations of the four tokens are interleaved once per call, eight values of
@@ -98,9 +99,52 @@ NINLINE void q4k_sb_2x4(const uint8_t *w0, const uint8_t *w1, const int8_t *xi, 
     }
 }
 
-static void i8mm_q4_K_mm(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t wrb, const void *restrict xq,
-                         size_t xrb, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
+/* One super-block of rows w0, w1 of Q6_K against four tokens, as q4k_sb_2x4: sixteen
+ * 16-element groups, each two smmla per token pair times the rows' int8 group scales; the 8x8
+ * gemm's float step s = fma(isum, d, s). */
+NINLINE void q6k_sb_2x4(const uint8_t *w0, const uint8_t *w1, const int8_t *xi, const uint8_t *const a[4], float32x4_t s[2]) {
+    const uint8x16_t m4 = vdupq_n_u8(0x0f), m3 = vdupq_n_u8(3);
+    const int8x16_t c32 = vdupq_n_s8(32);
+    const int8_t *sc0 = (const int8_t *)(const void *)(w0 + 192), *sc1 = (const int8_t *)(const void *)(w1 + 192);
+    int32x4_t acc[2] = { vdupq_n_s32(0), vdupq_n_s32(0) };
+    NUNROLL for (int c = 0; c < 2; c++)
+        NUNROLL for (int half = 0; half < 2; half++) {
+            const int o = 16 * half;
+            int8x16_t q[2][4];
+            NUNROLL for (int r = 0; r < 2; r++) {
+                const uint8_t *b = r ? w1 : w0;
+                const uint8x16_t l0 = vld1q_u8(b + 64 * c + o), l1 = vld1q_u8(b + 64 * c + 32 + o), h = vld1q_u8(b + 128 + 32 * c + o);
+                q[r][0] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(h, m3), 4))), c32);
+                q[r][1] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(l1, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h, 2), m3), 4))), c32);
+                q[r][2] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(l0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h, 4), m3), 4))), c32);
+                q[r][3] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(h, 6), 4))), c32);
+            }
+            NUNROLL for (int j = 0; j < 4; j++) { /* elements e .. e + 15: group 8c + 2j + half */
+                const int e = 128 * c + 32 * j + o, g = e / 16;
+                const int8x16_t A0 = zlo(q[0][j], q[1][j]), A1 = zhi(q[0][j], q[1][j]);
+                const int32_t sv[4] = { sc0[g], sc0[g], sc1[g], sc1[g] };
+                const int32x4_t vs = vld1q_s32(sv);
+                NUNROLL for (int p = 0; p < 2; p++) {
+                    const int8_t *x8 = xi + 512 * p + 16 * (e / 8);
+                    const int32x4_t d = vmmlaq_s32(vmmlaq_s32(vdupq_n_s32(0), A0, vld1q_s8(x8)), A1, vld1q_s8(x8 + 16));
+                    acc[p] = vmlaq_s32(acc[p], d, vs);
+                }
+            }
+        }
+    const float32x4_t f = vcvt_f32_f16(vreinterpret_f16_u16(vcreate_u16((uint64_t)quant_rd16(w0 + 208) | (uint64_t)quant_rd16(w1 + 208) << 16)));
+    const float32x4_t dx = vcombine_f32(vdup_laneq_f32(f, 0), vdup_laneq_f32(f, 1));
+    NUNROLL for (int p = 0; p < 2; p++) {
+        const float dyv[4] = { nrdf(a[2 * p]), nrdf(a[2 * p + 1]), nrdf(a[2 * p]), nrdf(a[2 * p + 1]) };
+        s[p] = vfmaq_f32(s[p], vcvtq_f32_s32(acc[p]), vmulq_f32(dx, vld1q_f32(dyv))); /* fma(isum, d, s) */
+    }
+}
+
+/* The tile driver: rows in pairs, tokens in fours, activations interleaved per chunk; the
+ * rest (an odd last row, the last n_tok % 4 tokens) by rest, the same order one row at a time. */
+NINLINE void i8mm_mm(const int q6, g4_matmul_fn rest, float *restrict y, size_t ldy, const uint8_t *restrict w, size_t wrb,
+                     const void *restrict xq, size_t xrb, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
     const uint8_t *x = xq;
+    const size_t wb = q6 ? 210 : 144;
     const int64_t nb = n_in / 256, r_even = row0 + (row1 - row0) / 2 * 2;
     int t0 = 0;
     for (; t0 + 4 <= n_tok; t0 += 4) {
@@ -131,9 +175,10 @@ static void i8mm_q4_K_mm(float *restrict y, size_t ldy, const uint8_t *restrict 
                 }
                 const uint8_t *w0 = w + (size_t)r * wrb, *w1 = w0 + wrb;
                 for (int64_t i = 0; i < nc; i++) {
-                    const size_t bo = (size_t)(c0 + i) * 144, ao = (size_t)(c0 + i) * 292;
+                    const size_t bo = (size_t)(c0 + i) * wb, ao = (size_t)(c0 + i) * 292;
                     const uint8_t *a[4] = { xt + ao, xt + xrb + ao, xt + 2 * xrb + ao, xt + 3 * xrb + ao };
-                    q4k_sb_2x4(w0 + bo, w1 + bo, xi[i], a, s);
+                    if (q6) q6k_sb_2x4(w0 + bo, w1 + bo, xi[i], a, s);
+                    else q4k_sb_2x4(w0 + bo, w1 + bo, xi[i], a, s);
                 }
                 for (int p = 0; p < 2; p++) {
                     float v[4];
@@ -142,9 +187,19 @@ static void i8mm_q4_K_mm(float *restrict y, size_t ldy, const uint8_t *restrict 
                 }
             }
         }
-        if (r_even < row1) neon_q4_K_rpim(yt, ldy, w, wrb, xt, xrb, n_in, r_even, row1, 4);
+        if (r_even < row1) rest(yt, ldy, w, wrb, xt, xrb, n_in, r_even, row1, 4);
     }
-    if (t0 < n_tok) neon_q4_K_rpim(y + (size_t)t0 * ldy, ldy, w, wrb, x + (size_t)t0 * xrb, xrb, n_in, row0, row1, n_tok - t0);
+    if (t0 < n_tok) rest(y + (size_t)t0 * ldy, ldy, w, wrb, x + (size_t)t0 * xrb, xrb, n_in, row0, row1, n_tok - t0);
+}
+
+static void i8mm_q4_K_mm(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t wrb, const void *restrict xq,
+                         size_t xrb, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
+    i8mm_mm(0, neon_q4_K_rpim, y, ldy, w, wrb, xq, xrb, n_in, row0, row1, n_tok);
+}
+
+static void i8mm_q6_K_mm(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t wrb, const void *restrict xq,
+                         size_t xrb, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
+    i8mm_mm(1, neon_q6_K_rpm, y, ldy, w, wrb, xq, xrb, n_in, row0, row1, n_tok);
 }
 
 /* armv8.6_1's kernel choice: its 8x8 q4_K / q5_K kernels (gemm for the columns below
@@ -155,6 +210,7 @@ static g4_matmul_fn i8mm_pick(const g4_kern *k, uint32_t type, int64_t N, int64_
         const int gemm = col < N - N % 4;
         if (type == G4_TYPE_Q4_K) return gemm ? i8mm_q4_K_mm : neon_q4_K_rpi;
         if (type == G4_TYPE_Q5_K) return gemm ? neon_q5_K_rpim : neon_q5_K_rpi;
+        if (type == G4_TYPE_Q6_K) return gemm ? i8mm_q6_K_mm : neon_q6_K_rpv;
     }
     return neon_pick(k, type, N, col, n_in, n_out, flags);
 }
