@@ -55,7 +55,7 @@ TOOLS    = $(TOOL_SRC:tools/%.c=$(B)/%)
 ISA_avx2   = -mavx2 -mfma -mf16c
 ISA_avx512 = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
 ISA_neon   = -march=armv8.2-a+dotprod+fp16
-ISA_i8mm   = -march=armv8.2-a+dotprod+fp16+i8mm
+ISA_i8mm   = -march=armv8.2-a+dotprod+fp16+i8mm+sve
 $(B)/obj/src/kern/kern_avx2.o:   EXTRA = $(ISA_avx2)
 $(B)/obj/src/kern/kern_avx512.o: EXTRA = $(ISA_avx512)
 $(B)/obj/src/kern/kern_neon%.o:  EXTRA = $(ISA_neon)

@@ -1,5 +1,5 @@
 /* kern_i8mm.c - the aarch64 table for cores with i8mm (smmla) and SVE, built with
- * -march=armv8.2-a+dotprod+fp16+i8mm (nothing else is): chosen at run time when getauxval
+ * -march=armv8.2-a+dotprod+fp16+i8mm+sve (nothing else is): chosen at run time when getauxval
  * reports asimd, asimddp, asimdhp, sve and i8mm.
  *
  * Which llama.cpp it follows: on such a core llama.cpp's arm64 CPU backend loads its
@@ -32,6 +32,7 @@
 #include "kern_neon.h"
 
 #include <arm_neon.h>
+#include <arm_sve.h>
 
 #define I8_CHUNK 8 /* super-blocks of interleaved activations per pass over the rows */
 
@@ -202,6 +203,90 @@ static void i8mm_q6_K_mm(float *restrict y, size_t ldy, const uint8_t *restrict 
     i8mm_mm(1, neon_q6_K_rpm, y, ldy, w, wrb, xq, xrb, n_in, row0, row1, n_tok);
 }
 
+/* ==== F32 and F16 weights: the SVE vec_dot (vec.cpp ggml_vec_dot_f32 / _f16, __ARM_FEATURE_SVE),
+ * written with the same SVE operations in the same order, so the sums are that library's at
+ * any vector length. armv8.6_1 is built without llamafile (ggml-cpu.c undefines
+ * GGML_USE_LLAMAFILE under SVE or MATMUL_INT8), so this is its kernel for every column. ==== */
+
+/* 8 accumulators of svcntw() lanes, a one-vector loop, a predicated tail into the first, then
+ * ((s1 + s2) + (s3 + s4)) + ((s5 + s6) + (s7 + s8)) and svaddv */
+static float sve_dot_f32(const float *x, const float *y, int n) {
+    const svbool_t pg = svptrue_b32();
+    const int epr = (int)svcntw(), step = 8 * epr;
+    const int np = n & ~(step - 1), np2 = n & ~(epr - 1);
+    svfloat32_t s1 = svdup_n_f32(0.0f), s2 = s1, s3 = s1, s4 = s1, s5 = s1, s6 = s1, s7 = s1, s8 = s1;
+#define SVE_FMA32(acc, j) acc = svmad_f32_m(pg, svld1_f32(pg, x + i + (j) * epr), svld1_f32(pg, y + i + (j) * epr), acc)
+    for (int i = 0; i < np; i += step) {
+        SVE_FMA32(s1, 0); SVE_FMA32(s2, 1); SVE_FMA32(s3, 2); SVE_FMA32(s4, 3);
+        SVE_FMA32(s5, 4); SVE_FMA32(s6, 5); SVE_FMA32(s7, 6); SVE_FMA32(s8, 7);
+    }
+    for (int i = np; i < np2; i += epr) SVE_FMA32(s1, 0);
+#undef SVE_FMA32
+    if (np2 < n) {
+        const svbool_t pt = svwhilelt_b32_s32(np2, n);
+        s1 = svmla_f32_m(pt, s1, svld1_f32(pt, x + np2), svld1_f32(pt, y + np2));
+    }
+    s1 = svadd_f32_m(pg, s1, s2);
+    s3 = svadd_f32_m(pg, s3, s4);
+    s5 = svadd_f32_m(pg, s5, s6);
+    s7 = svadd_f32_m(pg, s7, s8);
+    s1 = svadd_f32_m(pg, s1, s3);
+    s5 = svadd_f32_m(pg, s5, s7);
+    s1 = svadd_f32_m(pg, s1, s5);
+    return svaddv_f32(pg, s1);
+}
+
+/* ggml_sve_f16_fma_widened without SVE2: even and odd f16 lanes widened, fused into lo / hi */
+NINLINE void sve_f16_fma(svfloat32_t *lo, svfloat32_t *hi, svfloat16_t x, svfloat16_t y) {
+    const svbool_t pg = svptrue_b32();
+    *lo = svmla_f32_x(pg, *lo, svcvt_f32_f16_x(pg, svtrn1_f16(x, x)), svcvt_f32_f16_x(pg, svtrn1_f16(y, y)));
+    *hi = svmla_f32_x(pg, *hi, svcvt_f32_f16_x(pg, svtrn2_f16(x, x)), svcvt_f32_f16_x(pg, svtrn2_f16(y, y)));
+}
+
+/* 4 accumulator pairs over 8 vectors of svcnth() lanes per step, the one-vector loop and the
+ * predicated tail into the first pair, the pairs summed as (1 + 2) + (3 + 4), then
+ * svaddv(lo) + svaddv(hi) */
+static float sve_dot_f16(const uint8_t *xb, const uint8_t *yb, int n) {
+    const __fp16 *x = (const __fp16 *)(const void *)xb, *y = (const __fp16 *)(const void *)yb;
+    const svbool_t p16 = svptrue_b16(), p32 = svptrue_b32();
+    const int epr = (int)svcnth(), step = 8 * epr;
+    const int np = n - n % step, np2 = n - n % epr;
+    svfloat32_t l1 = svdup_n_f32(0.0f), h1 = l1, l2 = l1, h2 = l1, l3 = l1, h3 = l1, l4 = l1, h4 = l1;
+#define SVE_FMA16(lo, hi, j) sve_f16_fma(&lo, &hi, svld1_f16(p16, x + i + (j) * epr), svld1_f16(p16, y + i + (j) * epr))
+    for (int i = 0; i < np; i += step) {
+        SVE_FMA16(l1, h1, 0); SVE_FMA16(l2, h2, 1); SVE_FMA16(l3, h3, 2); SVE_FMA16(l4, h4, 3);
+        SVE_FMA16(l1, h1, 4); SVE_FMA16(l2, h2, 5); SVE_FMA16(l3, h3, 6); SVE_FMA16(l4, h4, 7);
+    }
+    for (int i = np; i < np2; i += epr) SVE_FMA16(l1, h1, 0);
+#undef SVE_FMA16
+    if (np2 < n) {
+        const svbool_t pt = svwhilelt_b16_s32(np2, n);
+        sve_f16_fma(&l1, &h1, svld1_f16(pt, x + np2), svld1_f16(pt, y + np2));
+    }
+    l1 = svadd_f32_m(p32, l1, l2);
+    h1 = svadd_f32_m(p32, h1, h2);
+    l3 = svadd_f32_m(p32, l3, l4);
+    h3 = svadd_f32_m(p32, h3, h4);
+    l1 = svadd_f32_m(p32, l1, l3);
+    h1 = svadd_f32_m(p32, h1, h3);
+    return svaddv_f32(p32, l1) + svaddv_f32(p32, h1);
+}
+
+static void sve_f32_vd(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t wrb, const void *restrict xq,
+                       size_t xrb, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
+    for (int64_t r = row0; r < row1; r++)
+        for (int t = 0; t < n_tok; t++)
+            y[(size_t)t * ldy + (size_t)r] = sve_dot_f32((const float *)(const void *)(w + (size_t)r * wrb),
+                                                         (const float *)(const void *)((const uint8_t *)xq + (size_t)t * xrb), (int)n_in);
+}
+
+static void sve_f16_vd(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t wrb, const void *restrict xq,
+                       size_t xrb, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
+    for (int64_t r = row0; r < row1; r++)
+        for (int t = 0; t < n_tok; t++)
+            y[(size_t)t * ldy + (size_t)r] = sve_dot_f16(w + (size_t)r * wrb, (const uint8_t *)xq + (size_t)t * xrb, (int)n_in);
+}
+
 /* armv8.6_1's kernel choice: its 8x8 q4_K / q5_K kernels (gemm for the columns below
  * N - N % 4, gemv for the rest, as for the 8x4 ones), everything else as armv8.2_2 */
 static g4_matmul_fn i8mm_pick(const g4_kern *k, uint32_t type, int64_t N, int64_t col, int64_t n_in, int64_t n_out,
@@ -212,6 +297,12 @@ static g4_matmul_fn i8mm_pick(const g4_kern *k, uint32_t type, int64_t N, int64_
         if (type == G4_TYPE_Q5_K) return gemm ? neon_q5_K_rpim : neon_q5_K_rpi;
         if (type == G4_TYPE_Q6_K) return gemm ? i8mm_q6_K_mm : neon_q6_K_rpv;
     }
+    /* no llamafile in that build: no tinyBLAS for Q8_0 / Q4_0 (nor F32 / F16) */
+    if (type == G4_TYPE_F32 || type == G4_TYPE_F16 || type == G4_TYPE_Q8_0 || type == G4_TYPE_Q4_0) {
+        if ((type == G4_TYPE_Q8_0 || type == G4_TYPE_Q4_0) && !(flags & KERN_PLAIN) && n_out % 4 == 0)
+            return neon_pick(k, type, N, col, n_in, n_out, flags); /* repacked */
+        return k->matmul[type];
+    }
     return neon_pick(k, type, N, col, n_in, n_out, flags);
 }
 
@@ -221,8 +312,8 @@ static const g4_kern TABLE = {
     .pick = i8mm_pick,
     .expsum = neon_expsum,
     .act_q8_inv = 1,
-    .f16_lanes = 1,
-    .matmul = NEON_MATMUL_VD,
+    .f16_lanes = 0, /* F16: f32 accumulators (the SVE vec_dot) */
+    .matmul = NEON_MATMUL_VD(sve_f32_vd, sve_f16_vd),
     .quantize_act = NEON_QUANT_ACT,
 };
 

@@ -153,7 +153,7 @@ static const g4_kern TABLE = {
     .act_q8_inv = 1,
     .f16_lanes = 1,
     /* one column of a weight llama.cpp does not repack: vec_dot */
-    .matmul = NEON_MATMUL_VD,
+    .matmul = NEON_MATMUL_VD(neon_f32_vd, neon_f16_vd),
     .quantize_act = NEON_QUANT_ACT,
 };
 

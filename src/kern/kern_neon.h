@@ -104,8 +104,8 @@ void neon_geglu(float *restrict gate, const float *restrict up, const uint16_t *
 double neon_expsum(float *x, int64_t n, int64_t cell0);
 
 /* the tables' one-column (vec_dot) entries and activation quantizers */
-#define NEON_MATMUL_VD {                                                                                    \
-        [G4_TYPE_F32] = neon_f32_vd, [G4_TYPE_F16] = neon_f16_vd, [G4_TYPE_BF16] = neon_bf16_vd,            \
+#define NEON_MATMUL_VD(f32, f16) {                                                                           \
+        [G4_TYPE_F32] = f32, [G4_TYPE_F16] = f16, [G4_TYPE_BF16] = neon_bf16_vd,                            \
         [G4_TYPE_Q4_0] = neon_q4_0_vd, [G4_TYPE_Q4_1] = neon_q4_1_vd, [G4_TYPE_Q5_0] = neon_q5_0_vd,        \
         [G4_TYPE_Q5_1] = neon_q5_1_vd, [G4_TYPE_Q8_0] = neon_q8_0_vd, [G4_TYPE_IQ4_NL] = neon_iq4_nl_vd,    \
         [G4_TYPE_Q2_K] = neon_q2_K_vd, [G4_TYPE_Q3_K] = neon_q3_K_vd, [G4_TYPE_Q4_K] = neon_q4_K_vd,        \
