@@ -13,15 +13,16 @@
  *         Q4_K at the end s = fma(-mins, dm, s)                 (kern_neon_k.c _rpi)
  *   gemm  per super-block s = fma(-mins, dm, s); s = fma(isum, d, s)   (_rpim; here the
  *         Q4_K gemm, i8mm_q4_K_mm, by smmla)
- * so this table is the neon table with those four choices changed, and its Q4_K and Q6_K gemm
- * (Q6_K: s = fma(isum, d, s), the 8x4 order) on smmla. Not followed (yet): the
- * library's SVE vec_dot paths for weights it does not repack (q8_0, q4_0, q2_K, F32, F16:
- * the KV cache) and its i8mm two-row vec_dot (q4_0, q4_1, q8_0, q4_K with an even token
- * count); at 256-bit SVE its q4_0 8x8 kernel keeps the 4x4 float order. oracle_kern_neon.sh
- * reports those against that library (G4_ARM64_CPU_LIB=libggml-cpu-armv8.6_1.so).
+ * so this table is the neon table with those four choices changed, its Q4_K and Q6_K gemm
+ * (Q6_K: s = fma(isum, d, s), the 8x4 order) on smmla, and F32 / F16 weights and caches on
+ * the library's SVE vec_dot (below; it is built without tinyBLAS). At 256-bit SVE its q4_0
+ * 8x8 kernel keeps the 4x4 float order. Not followed (yet): its SVE vec_dot of q8_0, q4_0 and
+ * q2_K for weights it does not repack (a Q8_0 KV cache) and its i8mm two-row vec_dot (q4_0,
+ * q4_1, q8_0, q4_K when llama.cpp's row and column chunks are even); oracle_kern_neon.sh
+ * reports those against that library.
  *
- * i8mm_q4_K_mm, i8mm_q6_K_mm: two weight rows x four tokens per pass. smmla multiplies a 2x8 int8 block
- * (8 codes of each row) by an 8x2 block (8 activation values of each of two tokens) into a
+ * i8mm_q4_K_mm, i8mm_q6_K_mm: two weight rows x four tokens per pass. smmla multiplies a 2x8
+ * int8 block (8 codes of each row) by an 8x2 block (8 activation values of each of two tokens) into a
  * 2x2 int32 block, so one instruction does the work of two sdot for four (row, token)
  * pairs. The activations of the four tokens are interleaved once per call, eight values of
  * one token then eight of the next (the layout llama.cpp's block_q8_Kx4 has), in chunks of
@@ -29,9 +30,8 @@
  * for the next, so each (row, token) still sums its super-blocks in order. Exact integer
  * sums, then the gemm's two fmas per super-block on the four pairs as lanes.
  */
-#include "kern_neon.h"
+#include "kern_neon.h" /* arm_neon.h */
 
-#include <arm_neon.h>
 #include <arm_sve.h>
 
 #define I8_CHUNK 8 /* super-blocks of interleaved activations per pass over the rows */
