@@ -170,11 +170,11 @@ void attn_softmax(const g4_kern *k, float *x, int64_t n, int64_t cell0) {
 /* llama.cpp's view of the cache (one sequence, no context shift): position q in cell q, the
  * KQ row spans n_kv cells (a multiple of 256), every cell outside the window masked. Only the
  * lanes of the window matter: masked cells contribute exact zeros, to the softmax's 8-cell
- * block sums (attn_softmax) and to kqv = mul_mat(v, kq), whose dot products over the cells
- * run in lanes of 8 (tinyBLAS) or 4 x 8 (ggml_vec_dot_f32/f16) counted from cell 0. So kqv
- * is computed over a 32-aligned hull of the window, [a, a + nw) with a <= floor32(lo),
- * a + nw >= ceil32(p + 1), zeros outside [lo, p]: the same lanes and the same sums as
- * llama.cpp's whole row. (On sliding layers llama.cpp's cell = position only holds for the
+ * block sums (attn_softmax; 16 on AVX-512) and to kqv = mul_mat(v, kq), whose dot products
+ * over the cells run in lanes of 8 (tinyBLAS) or 4 x 8 (ggml_vec_dot_f32/f16) counted from
+ * cell 0 (AVX-512: 16 and 4 x 16). So kqv is computed over a hull of the window in whole
+ * G4_ATTN_HULL = 64-cell blocks, [a, a + nw) with a <= floor64(lo), a + nw >= ceil64(p + 1),
+ * zeros outside [lo, p]: the same lanes and the same sums as llama.cpp's whole row. (On sliding layers llama.cpp's cell = position only holds for the
  * first swa-cache-size positions; later its cells wrap.)
  *
  * Work is organised in jobs: R consecutive rows of one session (positions p0 .. p0+R-1) and
@@ -193,8 +193,8 @@ typedef struct attn_win {
 } attn_win;
 
 void attn_hull(int64_t lo, int64_t p, int64_t *a, int64_t *nw) {
-    *a = lo & ~(int64_t)31;
-    *nw = ((p + 32) & ~(int64_t)31) - *a;
+    *a = lo & ~(int64_t)(G4_ATTN_HULL - 1);
+    *nw = ((p + G4_ATTN_HULL) & ~(int64_t)(G4_ATTN_HULL - 1)) - *a;
 }
 
 /* The window of a query at position pos: [pos - n_swa + 1, pos] on sliding layers (n_swa of
@@ -243,7 +243,7 @@ static g4_matmul_fn f16x_form(const g4_kern *k, g4_matmul_fn f) {
     return NULL;
 }
 
-/* The hull in whole 32-cell blocks: [floor32(lo), ceil32(hi + 1)). Query heads hs .. hs+nh-1
+/* The hull in whole 64-cell blocks: [floor64(lo), ceil64(hi + 1)). Query heads hs .. hs+nh-1
  * of KV head g's group (nh = 0: all of them). */
 static void job_init(attn_job *j, g4_work *w, const g4_layer *l, int t0, int R, int g, int hs, int nh, uint8_t *ws) {
     const g4_session *s = w->sess[t0];
@@ -334,7 +334,7 @@ static void job_softmax(const attn_job *j, const g4_work *w, int k0, int k1) {
 }
 
 /* The transposed V rows of KV head g over the hull: straight from the cache when the hull's
- * cells are one row range there (always on full layers, rows = ceil32(n_ctx), and on rings
+ * cells are one row range there (always on full layers, rows = ceil64(n_ctx), and on rings
  * with room); else copied into the job's scratch with zeros outside the union (small rings).
  * Cache cells never written are zero (session.c), so every value read is finite. */
 static void job_v(attn_job *j) {

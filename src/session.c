@@ -90,13 +90,13 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
         if (l->swa && (int64_t)c->n_swa + n_ub - 1 < nc) nc = (int64_t)c->n_swa + n_ub - 1;
         cells[i] = (int32_t)nc;
         if (l->swa) swa_cells = (int32_t)nc;
-        /* full layers: rows up to a multiple of 32, so attention's 32-aligned hull of any
+        /* full layers: rows up to a multiple of G4_ATTN_HULL, so attention's hull of any
          * window is one row range (attention.c attn_window) */
-        rows_of[i] = (int32_t)(l->swa ? 2 * nc : (nc + 31) / 32 * 32);
+        rows_of[i] = (int32_t)(l->swa ? 2 * nc : (nc + G4_ATTN_HULL - 1) / G4_ATTN_HULL * G4_ATTN_HULL);
         if (nc > n_cells_max) n_cells_max = (int32_t)nc;
         /* a small ring cannot always hold the hull: attention copies it (ws_v) */
         const int64_t win = c->n_swa < nc ? c->n_swa : nc;
-        if (l->swa && win + 64 > nc && win + 64 > v_hull_max) v_hull_max = (int32_t)(win + 64);
+        if (l->swa && win + 2 * G4_ATTN_HULL > nc && win + 2 * G4_ATTN_HULL > v_hull_max) v_hull_max = (int32_t)(win + 2 * G4_ATTN_HULL);
         krb[i] = quant_row_bytes(kv_type, l->head_dim);
         uint64_t rows;
         if (g4_mul_ovf((uint64_t)l->n_head_kv, (uint64_t)rows_of[i], &rows)) p.ovf = 1;
@@ -110,13 +110,13 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     /* hidden states of the logits rows (keep_hidden: the MTP drafter's input) */
     const uint64_t off_hidden = o.keep_hidden ? plan_take(&p, (uint64_t)n_logit_rows * (uint64_t)c->n_embd, 4) : 0;
     /* per-thread attention scratch of one job (attention.c: up to ATTN_TILE rows x the G
-     * query heads of a KV head, over the 32-aligned hull of their windows' union; a lone
-     * row's hull is at most n_cells + 62 cells):
+     * query heads of a KV head, over the 64-aligned hull of their windows' union; a lone
+     * row's hull is at most n_cells + 126 cells):
      * kq [kq_cap] f32 | p rows (V dot type) | q [q_cap] rows (K dot type) | o [q_cap + 1][hd] |
      * V hull copy [hd][v_cells] (small rings only) */
-    n_cells_max += 64;
+    n_cells_max += 2 * G4_ATTN_HULL;
     const int64_t win = c->n_swa < n_ctx ? c->n_swa : n_ctx;
-    int64_t kq_cap = win + G4_ATTN_TILE + 64;
+    int64_t kq_cap = win + G4_ATTN_TILE + 2 * G4_ATTN_HULL;
     kq_cap *= G4_ATTN_TILE;
     if (kq_cap < n_cells_max) kq_cap = n_cells_max;
     kq_cap *= gqa_max;

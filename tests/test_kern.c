@@ -263,7 +263,8 @@ static void geglus(const g4_kern *k, const uint16_t *tab) {
 /* expsum: every lane is kern_expf's (ggml_v_expf) bit for bit, masked block edges included
  * (any cell0, any n), including the |n| > 126 paths, nothing written past n; the sum within
  * 1e-6 of the exact one (its block order is the table's: checked against ggml by oracle_ops /
- * oracle_forward_neon), and on the x86 tables bit for bit kern_expsum_x86's */
+ * oracle_forward_neon), and on the x86 tables bit for bit kern_expsum_x86's. The AVX-512
+ * table (vec_w 16) follows the AVX-512 build: kern_expf_z lanes, kern_expsum_z16 sums. */
 static void expsums(const g4_kern *k) {
     T_CHECKF(k->expsum != NULL, "%s: no expsum", k->name);
     if (!k->expsum) return;
@@ -271,7 +272,9 @@ static void expsums(const g4_kern *k) {
     float *x = malloc(N * sizeof *x), *y = malloc((N + 8) * sizeof *y), *z = malloc(N * sizeof *z);
     uint64_t s = 5;
     int bad = 0, badsum = 0, notx86 = 0, guard = 0;
-    const int x86 = !k->act_q8_inv; /* the scalar, AVX2 and AVX-512 tables: AVX2's sums (not neon, i8mm) */
+    const int x86 = !k->act_q8_inv; /* the scalar, AVX2 and AVX-512 tables (not neon, i8mm) */
+    const int z16 = k->vec_w == 16;
+    float (*lane)(float) = z16 ? kern_expf_z : kern_expf;
     for (int rep = 0; rep < 40; rep++) {
         const int n = rep < 8 ? rep + 1 : N - rep;
         const int64_t cell0 = rep * 3;
@@ -283,20 +286,20 @@ static void expsums(const g4_kern *k) {
         for (int i = n; i < n + 8; i++) guard += y[i] != -1.0f;
         if (x86) {
             memcpy(z, x, (size_t)n * sizeof *x);
-            const double zs = kern_expsum_x86(z, n, cell0);
+            const double zs = z16 ? kern_expsum_z16(z, n, cell0) : kern_expsum_x86(z, n, cell0);
             notx86 += memcmp(&zs, &sum, sizeof zs) != 0;
         }
         double exact = 0;
         for (int i = 0; i < n; i++) {
-            const float e = kern_expf(x[i]);
+            const float e = lane(x[i]);
             bad += memcmp(&e, &y[i], sizeof e) != 0;
             exact += (double)e;
         }
         badsum += !(fabs(sum - exact) <= 1e-6 * exact);
     }
-    T_CHECKF(bad == 0, "%s: expsum lanes differ from kern_expf in %d values", k->name, bad);
+    T_CHECKF(bad == 0, "%s: expsum lanes differ from %s in %d values", k->name, z16 ? "kern_expf_z" : "kern_expf", bad);
     T_CHECKF(badsum == 0, "%s: expsum sum off in %d of 40 rows", k->name, badsum);
-    T_CHECKF(notx86 == 0, "%s: expsum sum differs from kern_expsum_x86's in %d of 40 rows", k->name, notx86);
+    T_CHECKF(notx86 == 0, "%s: expsum sum differs from %s's in %d of 40 rows", k->name, z16 ? "kern_expsum_z16" : "kern_expsum_x86", notx86);
     T_CHECKF(guard == 0, "%s: expsum wrote past its n cells (%d)", k->name, guard);
     free(x); free(y); free(z);
 }

@@ -533,7 +533,7 @@ static int wanted(const char *name) {
  * vec_dot for every column). Counts like check_graph_type; 0 if the graph failed. */
 static int check_float_graph(const gk_graph_api *g, const g4_kern *k, uint32_t ty, int *bad1, int *badn,
                              int *tot1, int *totn, double *worst) {
-    static const int64_t L[] = { 8, 20, 32, 40, 72, 100, 256, 264, 1000, 1536, 2560, 6144 };
+    static const int64_t L[] = { 8, 20, 27, 32, 40, 61, 72, 100, 107, 256, 264, 1000, 1536, 2560, 6144 };
     const int64_t nmax = 6144, nrmax = 12;
     const int ntmax = 5;
     float *wf = malloc((size_t)nmax * 4), *x = malloc((size_t)nmax * ntmax * 4);
@@ -559,6 +559,7 @@ static int check_float_graph(const gk_graph_api *g, const g4_kern *k, uint32_t t
             for (int i = 0; i < nr * nt; i++) {
                 if (!memcmp(&yg[i], &yo[i], 4)) continue;
                 *(nt == 1 ? bad1 : badn) += 1;
+                if (getenv("G4_GK_VERBOSE")) printf("  %s n %lld rows %lld columns %d: output %d differs\n", quant_traits(ty)->name, (long long)n, (long long)nr, nt, i);
                 const double rel = fabs((double)yg[i] - (double)yo[i]) / (fabs((double)yg[i]) + 1e-30);
                 if (rel > *worst) *worst = rel;
             }

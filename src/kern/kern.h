@@ -74,6 +74,10 @@ typedef struct g4_kern {
                                                       * quantize_act[F16]; set with matmul_f16x */
     g4_geglu_fn     geglu;                         /* never NULL (kern_geglu_ref at least) */
     g4_expsum_fn    expsum;                        /* never NULL */
+    /* f32 lanes of the SIMD vectors of the llama.cpp build the table follows: 8 (scalar, AVX2:
+     * haswell), 16 (AVX-512: zen4, skylakex ...), 4 (NEON); the softmax's exp and blocks, the
+     * float dots' periods and tinyBLAS's k multiple go with it */
+    int             vec_w;
 } g4_kern;
 
 /* the portable GeGLU (the scalar table's; the SIMD ones equal it bit for bit) */
@@ -84,21 +88,27 @@ void kern_geglu_ref(float *restrict gate, const float *restrict up, const uint16
 float kern_expf(float x);
 void kern_expf_n(float *x, int64_t n);
 double kern_expsum_x86(float *x, int64_t n, int64_t cell0);
+/* the AVX-512 build's ggml_v_expf, one lane (vscalefps; not the AVX2 one's bits), and the
+ * AVX-512 table's expsum order (16-cell blocks), portably: the references of that table */
+float kern_expf_z(float x);
+double kern_expsum_z16(float *x, int64_t n, int64_t cell0);
 
 /* The x86 rule (llama.cpp's AVX2 build): whether column col of an op llama.cpp runs on N
  * columns of an n_in x n_out weight takes matmul_grp's float order: float weights
- * (F32/F16/BF16) every column when N >= 2, n_in % 8 == 0 and n_out % 4 == 0 (tinyBLAS,
- * sgemm.cpp tinyBLAS::matmul; else and for one column: ggml_vec_dot); Q4_K the columns below
+ * (F32/F16/BF16) every column when N >= 2, n_in % tb_k == 0 and n_out % 4 == 0 (tinyBLAS,
+ * sgemm.cpp tinyBLAS::matmul, tb_k its vector's lanes: 8 on AVX2, 16 on AVX-512; else and for
+ * one column: ggml_vec_dot); Q4_K the columns below
  * N - N % 4 (its repacked 4-column gemm; the rest its gemv); IQ4_XS every column when N >= 8
  * and n_out % 8 == 0 (the IQ panel gemm, iqp.cpp); other types none. */
-static inline int kern_grp_col(uint32_t type, int64_t N, int64_t col, int64_t n_in, int64_t n_out) {
-    if (type == G4_TYPE_F32 || type == G4_TYPE_F16 || type == G4_TYPE_BF16) return N >= 2 && n_in % 8 == 0 && n_out % 4 == 0;
+static inline int kern_grp_col(uint32_t type, int64_t N, int64_t col, int64_t n_in, int64_t n_out, int tb_k) {
+    if (type == G4_TYPE_F32 || type == G4_TYPE_F16 || type == G4_TYPE_BF16) return N >= 2 && n_in % tb_k == 0 && n_out % 4 == 0;
     if (type == G4_TYPE_IQ4_XS) return N >= 8 && n_out % 8 == 0;
     if (type == G4_TYPE_Q4_K) return col < N - N % 4;
     return 0;
 }
 
-/* The scalar, AVX2 and AVX-512 tables' pick: matmul_grp where kern_grp_col says so, else
+/* The scalar, AVX2 and AVX-512 tables' pick: matmul_grp where kern_grp_col (tb_k = the
+ * table's vec_w) says so, else
  * matmul; flags are not used (the x86 build repacks no type whose order KERN_PLAIN changes
  * for the KV cache). */
 g4_matmul_fn kern_pick_x86(const struct g4_kern *k, uint32_t type, int64_t N, int64_t col, int64_t n_in,

@@ -1,14 +1,16 @@
-/* kern_avx512.c - AVX-512 (F/BW/VL/DQ + VNNI + BF16) kernel table (x86-64 builds; chosen at
- * run time only when CPUID reports every one of these and XGETBV shows the OS saves zmm
- * state). The only file built with -mavx512*.
+/* kern_avx512.c - AVX-512 (F/BW/VL/DQ + VNNI) kernel table (x86-64 builds; chosen at run time
+ * only when CPUID reports every one of these and XGETBV shows the OS saves zmm state). The
+ * only file built with -mavx512*.
  *
- * Bodies, contract and accuracy: kern_x86_tmpl.h (shared with kern_avx2.c). Here:
- * - Q4_K, Q5_K, Q6_K use zmm kernels (KX_ZMM): 64 codes per vector in element order, so
- *   one 64-byte activation load serves 64 weights; vpmaddubsw + vpmaddwd by a vpermw-built
- *   scale vector (exact: codes <= 63, pairs < 2^15); one int32 -> f32 step per block;
- * - Q8_0 and Q4_0 use zmm vpdpbusd (AVX512-VNNI) on two blocks per vector, with unsigned
- *   codes and an offset term (sum of activations, also by vpdpbusd);
- * - Q5_0 and IQ4_NL use the shared ymm bodies with vpdpbusd (256-bit form) for u8 x s8.
+ * It follows llama.cpp's AVX-512 CPU libraries (zen4 on a Zen 4, skylakex ... sapphirerapids
+ * elsewhere), which differ from its haswell library where their code differs:
+ * - the quantized types: the same kernels and float order as the AVX2 table (those builds
+ *   compile ggml's AVX2 vec_dot and repacked kernels for them: checked against zen4 by
+ *   g4-ggml-kern), with VNNI's vpdpbusd for the exact u8 x s8 dots;
+ * - F32 and F16: ggml_vec_dot in 4 x 16 lanes and tinyBLAS in 16 lanes (KX_F512);
+ * - the softmax: the AVX-512 ggml_v_expf (vscalefps) over 16-cell blocks.
+ * Not followed yet: BF16 (zen4 multiplies it with vdpbf16ps; the AVX2 bodies run here).
+ * Bodies, contract and accuracy: kern_x86_tmpl.h (shared with kern_avx2.c).
  *
  * Test-only: -DG4_SIMDE_AVX512 builds this file against SIMDe's portable AVX-512 (package
  * libsimde-dev) so its logic can be checked on CPUs without AVX-512 (tests/sh/avx512_simde.sh).
@@ -16,19 +18,14 @@
 #if defined(G4_SIMDE_AVX512)
 #define SIMDE_ENABLE_NATIVE_ALIASES
 #include <simde/x86/avx512.h>
-#undef _mm512_madd_epi16 /* SIMDe 0.7.4 aliases the masked form under this name */
-#define _mm512_madd_epi16(a, b) simde_mm512_madd_epi16(a, b)
-/* not in SIMDe 0.7.4: built from two ymm conversions */
-static inline __m512 g4_simde_cvtepi32_ps(__m512i v) {
-    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_cvtepi32_ps(_mm512_castsi512_si256(v))),
-                              _mm256_cvtepi32_ps(_mm512_extracti64x4_epi64(v, 1)), 1);
-}
-#define _mm512_cvtepi32_ps(v) g4_simde_cvtepi32_ps(v)
 #endif
 
 #define KX(name) name##_avx512
 #define KX_NAME "avx512"
-#define KX_ZMM 1
+#define KX_F512 1
+#ifndef KX_PF_DIST
+#define KX_PF_DIST 4096 /* as the AVX2 table's */
+#endif
 #define KX_DOT_U8S8(acc, u, s) ((acc) = _mm256_dpbusd_epi32((acc), (u), (s)))
 
 #include "kern_x86_tmpl.h"

@@ -112,3 +112,34 @@ double kern_expsum_x86(float *x, int64_t n, int64_t cell0) {
     }
     return sum;
 }
+
+/* One lane of the AVX-512 build's ggml_v_expf (vec.h, __AVX512F__ && __AVX512DQ__): the same
+ * reduction, the polynomial's last term fma(c1, b, 1) (1 + j in one step), then vscalefps:
+ * j * 2^n rounded once (only subnormal results round); |n| > 192 gives +0 (n <= 0) or +inf. */
+float kern_expf_z(float x) {
+    const float r = 0x1.8p23f;
+    const float z = fmaf(x, 0x1.715476p+0f, r);
+    const float n = z - r;
+    if (!(fabsf(n) <= 192.0f)) return n <= 0.0f ? 0.0f : INFINITY; /* NaN n (x = -inf): +0 */
+    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                         u, fmaf(0x1.ffffecp-1f, b, 1.0f));
+    return ldexpf(j, (int)n);
+}
+
+/* ggml_vec_soft_max_f32 (AVX-512 build): blocks of 16 cells aligned on the row, each summed as
+ * _mm512_reduce_add_ps (GCC): h[i] = c[i] + c[i+8], q[i] = h[i] + h[i+4], (q0 + q2) + (q1 + q3),
+ * added to a double */
+double kern_expsum_z16(float *x, int64_t n, int64_t cell0) {
+    for (int64_t i = 0; i < n; i++) x[i] = kern_expf_z(x[i]);
+    double sum = 0.0;
+    for (int64_t i = -(cell0 % 16); i < n; i += 16) {
+        float c[16], h[8], q[4];
+        for (int k = 0; k < 16; k++) c[k] = i + k >= 0 && i + k < n ? x[i + k] : 0.0f;
+        for (int k = 0; k < 8; k++) h[k] = c[k] + c[k + 8];
+        for (int k = 0; k < 4; k++) q[k] = h[k] + h[k + 4];
+        sum += (double)((q[0] + q[2]) + (q[1] + q[3]));
+    }
+    return sum;
+}

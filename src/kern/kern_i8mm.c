@@ -311,6 +311,7 @@ static const g4_kern TABLE = {
     .geglu = neon_geglu,
     .pick = i8mm_pick,
     .expsum = neon_expsum,
+    .vec_w = 4,
     .act_q8_inv = 1,
     .f16_lanes = 0, /* F16: f32 accumulators (the SVE vec_dot) */
     .matmul = NEON_MATMUL_VD(sve_f32_vd, sve_f16_vd),

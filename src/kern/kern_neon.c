@@ -150,6 +150,7 @@ static const g4_kern TABLE = {
     .geglu = neon_geglu,
     .pick = neon_pick,
     .expsum = neon_expsum,
+    .vec_w = 4,
     .act_q8_inv = 1,
     .f16_lanes = 1,
     /* one column of a weight llama.cpp does not repack: vec_dot */

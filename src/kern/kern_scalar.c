@@ -79,7 +79,7 @@ void kern_geglu_ref(float *restrict gate, const float *restrict up, const uint16
 g4_matmul_fn kern_pick_x86(const g4_kern *k, uint32_t type, int64_t N, int64_t col, int64_t n_in,
                            int64_t n_out, unsigned flags) {
     (void)flags;
-    return kern_grp_col(type, N, col, n_in, n_out) && k->matmul_grp[type] ? k->matmul_grp[type] : k->matmul[type];
+    return kern_grp_col(type, N, col, n_in, n_out, k->vec_w) && k->matmul_grp[type] ? k->matmul_grp[type] : k->matmul[type];
 }
 
 static const g4_kern TABLE = {
@@ -87,6 +87,7 @@ static const g4_kern TABLE = {
     .geglu = kern_geglu_ref,
     .pick = kern_pick_x86,
     .expsum = kern_expsum_x86,
+    .vec_w = 8,
     .matmul = { KERN_REF_MATMUL_ALL },
     .matmul_f16x = { mmx_f16_ref, mmx_f16_ref },
     .round_f16 = round_f16_ref,

@@ -7,8 +7,8 @@
  *   KX_DOT_U8S8(acc, u, s)   acc (8 x i32) += sum of 4 adjacent u8*s8 products, exact
  *                            (AVX2: vpmaddubsw + vpmaddwd + vpaddd, exact for |u| <= 128;
  *                             AVX-512 VNNI: vpdpbusd ymm)
- *   KX_ZMM                   (kern_avx512.c) use the zmm kernels for Q4_K, Q5_K, Q6_K, Q8_0
- *                            and Q4_0 instead of the ymm ones
+ *   KX_F512                  (kern_avx512.c) F32/F16 dots and the softmax in the AVX-512
+ *                            build's orders (16 lanes)
  *   KX_PF_DIST               optional weight prefetch distance for the K-quant kernels
  * so both tables run the same algorithms, with the same functions in the same order.
  *
@@ -31,6 +31,11 @@
 #include "quant/quant_ref.h"
 
 #define KMAXT 4   /* tokens per weight-row pass */
+#if defined(KX_F512)
+#define KX_TAIL_W 16 /* the f32 lanes of the llama.cpp build followed (tail_f32) */
+#else
+#define KX_TAIL_W 8
+#endif
 #define KINLINE static inline __attribute__((always_inline))
 /* full unrolling keeps per-token accumulator arrays in registers (GCC 12 spills them otherwise) */
 #define KUNROLL _Pragma("GCC unroll 8")
@@ -103,6 +108,29 @@ KINLINE float red4_shuf(__m128 t0) {
  *             tail added one product at a time (F32 in f32, F16/BF16 in double, as ggml);
  *  dot_<t>_tb (two or more columns: llamafile's tinyBLAS): one 8-lane FMA chain over k, then
  *             hsum_ps; tinyBLAS needs k % 8 == 0, else llama.cpp falls back to the first. */
+/* The n % STEP tail of one dot, as GCC 11 vectorized ggml's `sumf += x[i]*y[i]` loop in
+ * llama.cpp's builds: f32 (vec_dot_f32): W-lane blocks while W remain, one W/2 block if W/2
+ * remain (products rounded, then added one at a time in order), the last < W/2 by scalar
+ * FMA (W = 8 haswell, 16 AVX-512); f16 / bf16: each product rounded to f32, added in double. */
+KINLINE float tail_f32(float sf, const uint8_t *restrict w, const uint8_t *restrict x, int64_t i, int64_t n, const int W) {
+    for (; n - i >= W; i += W)
+        for (int q = 0; q < W; q++) { const float pr = rdf(w + (i + q) * 4) * rdf(x + (i + q) * 4); sf = sf + pr; }
+    if (n - i >= W / 2) {
+        for (int q = 0; q < W / 2; q++) { const float pr = rdf(w + (i + q) * 4) * rdf(x + (i + q) * 4); sf = sf + pr; }
+        i += W / 2;
+    }
+    for (; i < n; i++) sf = fmaf(rdf(w + i * 4), rdf(x + i * 4), sf);
+    return sf;
+}
+/* the tail of dot_<t>: f32 (TAILT float) by tail_f32, f16 / bf16 (double) product by product */
+#define KX_TAIL(TAILT, sf, TOF, esz, w, xt, np, n)                                                  \
+    do {                                                                                            \
+        if (esz == 4) { sf = (TAILT)tail_f32((float)sf, w, xt, np, n, KX_TAIL_W); break; }          \
+        for (int64_t i_ = np; i_ < n; i_++) {                                                       \
+            const float pr = TOF(w + i_ * esz) * TOF(xt + i_ * esz);                                \
+            sf = sf + (TAILT)pr;                                                                    \
+        }                                                                                           \
+    } while (0)
 #define DEF_DOT_FLOAT(tname, esz, LD, TOF, TAILT, RED4)                                             \
     KINLINE void dot_##tname(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,      \
                              int64_t n, const int T, float *restrict out) {                          \
@@ -121,10 +149,7 @@ KINLINE float red4_shuf(__m128 t0) {
             s4[0] = _mm256_add_ps(s4[0], s4[1]);                                                      \
             const __m128 t0 = _mm_add_ps(_mm256_castps256_ps128(s4[0]), _mm256_extractf128_ps(s4[0], 1)); \
             TAILT sf = (TAILT)RED4(t0);                                                               \
-            for (int64_t i = np; i < n; i++) {                                                        \
-                const float pr = TOF(w + i * esz) * TOF(xt + i * esz);                                \
-                sf = sf + (TAILT)pr;                                                                  \
-            }                                                                                         \
+            KX_TAIL(TAILT, sf, TOF, esz, w, xt, np, n);                                               \
             out[t] = (float)sf;                                                                       \
         }                                                                                             \
     }                                                                                                 \
@@ -145,8 +170,60 @@ KINLINE float red4_shuf(__m128 t0) {
 KINLINE float tof_f32(const uint8_t *p) { return rdf(p); }
 KINLINE float tof_f16(const uint8_t *p) { return h2f(p); }
 KINLINE float tof_bf16(const uint8_t *p) { return g4_bf16_to_f32(quant_rd16(p)); }
+#if defined(KX_F512)
+/* llama.cpp's AVX-512 builds (skylakex ... zen4): ggml_vec_dot_f32 / _f16 in 4 x 16 lanes over
+ * steps of 64 (GGML_F32_STEP), reduced s0+s2, s1+s3, s0+s1, then _mm512_reduce_add_ps as GCC
+ * builds it (zred16), the n % 64 tail one product at a time as above; tinyBLAS<16, __m512>
+ * one 16-lane FMA chain over k (k % 16 == 0, else vec_dot), then zred16. BF16 is not followed
+ * yet (zen4's vec_dot and tinyBLAS use vdpbf16ps): the AVX2 bodies below. */
+KINLINE float zred16(__m512 v) { /* ((l0 + l2) + (l1 + l3)) of (lo128 + hi128) of (lo256 + hi256) */
+    const __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    const __m128 c = _mm_add_ps(b, _mm_shuffle_ps(b, b, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm_cvtss_f32(_mm_add_ss(c, _mm_movehdup_ps(c)));
+}
+KINLINE __m512 ldz_f32(const uint8_t *p) { return _mm512_loadu_ps((const float *)(const void *)p); }
+KINLINE __m512 ldz_f16(const uint8_t *p) { return _mm512_cvtph_ps(ld256(p)); }
+#define DEF_DOT_FLOAT16(tname, esz, LD, TOF, TAILT)                                                 \
+    KINLINE void dot_##tname(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,      \
+                             int64_t n, const int T, float *restrict out) {                          \
+        KUNROLL                                                                                       \
+        for (int t = 0; t < T; t++) {                                                                 \
+            const uint8_t *xt = x + t * xrb;                                                          \
+            __m512 s4[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() }; \
+            const int64_t np = n & ~(int64_t)63;                                                      \
+            for (int64_t i = 0; i < np; i += 64) {                                                    \
+                KUNROLL                                                                               \
+                for (int j = 0; j < 4; j++)                                                           \
+                    s4[j] = _mm512_fmadd_ps(LD(w + (i + 16 * j) * esz), LD(xt + (i + 16 * j) * esz), s4[j]); \
+            }                                                                                         \
+            s4[0] = _mm512_add_ps(s4[0], s4[2]);                                                      \
+            s4[1] = _mm512_add_ps(s4[1], s4[3]);                                                      \
+            TAILT sf = (TAILT)zred16(_mm512_add_ps(s4[0], s4[1]));                                    \
+            KX_TAIL(TAILT, sf, TOF, esz, w, xt, np, n);                                               \
+            out[t] = (float)sf;                                                                       \
+        }                                                                                             \
+    }                                                                                                 \
+    KINLINE void dot_##tname##_tb(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,  \
+                                  int64_t n, const int T, float *restrict out) {                     \
+        if (n % 16) { dot_##tname(w, x, xrb, n, T, out); return; }                                    \
+        __m512 acc[KMAXT];                                                                           \
+        KUNROLL                                                                                       \
+        for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();                                    \
+        for (int64_t i = 0; i < n; i += 16) {                                                         \
+            const __m512 w0 = LD(w + i * esz);                                                        \
+            KUNROLL                                                                                   \
+            for (int t = 0; t < T; t++) acc[t] = _mm512_fmadd_ps(w0, LD(x + t * xrb + i * esz), acc[t]); \
+        }                                                                                             \
+        KUNROLL                                                                                       \
+        for (int t = 0; t < T; t++) out[t] = zred16(acc[t]);                                         \
+    }
+DEF_DOT_FLOAT16(f32, 4, ldz_f32, tof_f32, float)
+DEF_DOT_FLOAT16(f16, 2, ldz_f16, tof_f16, double)
+#else
 DEF_DOT_FLOAT(f32, 4, ld_f32, tof_f32, float, red4_hadd)
 DEF_DOT_FLOAT(f16, 2, ld_f16, tof_f16, double, red4_hadd)
+#endif
 DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16, double, red4_shuf)
 
 /* 32-element blocks with Q8_0 activations: signed codes s (32 x i8) via the sign trick,
@@ -235,13 +312,7 @@ KINLINE __m256i dec_iq4_nl(const uint8_t *b) {
     const __m128i k = _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
     return _mm256_shuffle_epi8(_mm256_set_m128i(k, k), nib32(b + 2));
 }
-#if defined(KX_ZMM)
-DEF_DOT_B32(q8_0_y, 34, dec_q8_0) /* tails of the zmm versions below */
-DEF_DOT_B32(q4_0_y, 18, dec_q4_0)
-DEF_DOT_B32(iq4_nl, 18, dec_iq4_nl)  /* the AVX2 table uses tile_b32 for Q4_0 and IQ4_NL */
-#else
 DEF_DOT_B32(q8_0, 34, dec_q8_0)
-#endif
 DEF_DOT_B32(q5_0, 22, dec_q5_0)
 
 /* Q4_K / Q5_K x Q8_K. Per 64-element chunk k: codes of sub-blocks 2k (low nibbles) and
@@ -345,10 +416,8 @@ KINLINE void dot_q5_K_ggml(const uint8_t *restrict w, const uint8_t *restrict x,
     KUNROLL
     for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]) + _mm_cvtss_f32(summs[t]);
 }
-#if !defined(KX_ZMM)
 KINLINE void dot_q5_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
                       const int T, float *restrict out) { dot_q5_K_ggml(w, x, xrb, n, T, out); }
-#endif
 
 /* byte selectors: low 128 lane -> i16 element 2k, high lane -> element 2k+1 (k = 0..3) */
 static const uint8_t Q6_SEL[4][32] = {
@@ -592,202 +661,9 @@ KINLINE void dot_iq4_xs(const uint8_t *restrict w, const uint8_t *restrict x, si
     for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
 }
 
-#if defined(KX_ZMM)
-/* ==== zmm (AVX-512 BW) K-quant kernels: 64 codes per vector in element order ==== */
-
-/* vpsrlvw counts: low 256 bits 0 (low nibbles / first bit pair), high 256 bits 4 */
-static const uint16_t ZQ_SRL4[32] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                      4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const uint16_t ZQ_SRL01[32] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                       1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-static const uint16_t ZQ_SRL02[32] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                       2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 };
-/* vpermw indices: i16 lane L of a maddubs result covers codes 2L, 2L+1.
- * Q4_K chunk k (sub-blocks 2k, 2k+1): lanes 0..15 -> scale 2k, 16..31 -> 2k+1.
- * Q6_K (16-element groups): lane L -> group base + L/8. */
-#define R16(v) v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v
-#define R8(v) v, v, v, v, v, v, v, v
-static const uint16_t ZQ_K4IDX[4][32] = { { R16(0), R16(1) }, { R16(2), R16(3) }, { R16(4), R16(5) }, { R16(6), R16(7) } };
-static const uint16_t ZQ_K6IDX[4][32] = { { R8(0), R8(1), R8(2), R8(3) }, { R8(4), R8(5), R8(6), R8(7) },
-                                          { R8(8), R8(9), R8(10), R8(11) }, { R8(12), R8(13), R8(14), R8(15) } };
-#undef R16
-#undef R8
-
-KINLINE __m512i ld512(const void *p) { return _mm512_loadu_si512(p); }
-KINLINE __m256i zsum256(__m512i v) {
-    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-}
-
-KINLINE void dot_q45_K_zmm(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,
-                           int64_t n, const int T, float *restrict out, const int q5) {
-    const size_t wb = q5 ? 176 : 144;
-    const __m512i m4 = _mm512_set1_epi8(0x0f), one = _mm512_set1_epi8(1);
-    const __m512i srl4 = ld512(ZQ_SRL4), srl01 = ld512(ZQ_SRL01);
-    const __m128i dup = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-    __m256 acc[KMAXT], accm[KMAXT]; /* scale and min terms: two dependency chains */
-    KUNROLL
-    for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm256_setzero_ps();
-    const int64_t nb = n / 256;
-    for (int64_t i = 0; i < nb; i++, w += wb) {
-        uint8_t sm[16];
-        kq_scales(w + 4, sm);
-        const float dw = h2f(w), dmw = h2f(w + 2);
-        const __m256i mins = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(ld128(sm), dup));
-        const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(ld128(sm)));
-        const uint8_t *qs = w + (q5 ? 48 : 16);
-        __m512i qh = _mm512_setzero_si512();
-        if (q5) qh = _mm512_srlv_epi16(_mm512_broadcast_i64x4(ld256(w + 16)), srl01);
-        __m512i sumi[KMAXT];
-        KUNROLL
-        for (int t = 0; t < T; t++) sumi[t] = _mm512_setzero_si512();
-        KUNROLL
-        for (int k = 0; k < 4; k++) {
-            /* 64 codes, elements 64k..64k+63: low nibbles then high nibbles of 32 bytes */
-            __m512i q = _mm512_and_si512(_mm512_srlv_epi16(_mm512_broadcast_i64x4(ld256(qs + 32 * k)), srl4), m4);
-            if (q5) {
-                q = _mm512_or_si512(q, _mm512_slli_epi16(_mm512_and_si512(qh, one), 4));
-                qh = _mm512_srli_epi16(qh, 2);
-            }
-            const __m512i scv = _mm512_permutexvar_epi16(ld512(ZQ_K4IDX[k]), sc16);
-            KUNROLL
-            for (int t = 0; t < T; t++) {
-                const __m512i a = ld512(x + t * xrb + i * 292 + 4 + 64 * k);
-                sumi[t] = _mm512_add_epi32(sumi[t], _mm512_madd_epi16(_mm512_maddubs_epi16(q, a), scv));
-            }
-        }
-        KUNROLL
-        for (int t = 0; t < T; t++) {
-            const uint8_t *a = x + t * xrb + i * 292;
-            const float da = rdf(a);
-            const __m256i msum = _mm256_madd_epi16(ld256(a + 260), mins);
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(zsum256(sumi[t])), acc[t]);
-            accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dmw), _mm256_cvtepi32_ps(msum), accm[t]);
-        }
-    }
-    KUNROLL
-    for (int t = 0; t < T; t++) out[t] = hsum_ps(_mm256_sub_ps(acc[t], accm[t]));
-}
-
-KINLINE void dot_q6_K_zmm(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
-                          const int T, float *restrict out) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x03);
-    const __m512i srl_a = ld512(ZQ_SRL02), srl_b = _mm512_add_epi16(ld512(ZQ_SRL02), _mm512_set1_epi16(4));
-    __m256 acc[KMAXT];
-    KUNROLL
-    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
-    const int64_t nb = n / 256;
-    for (int64_t i = 0; i < nb; i++, w += 210) {
-        const float dw = h2f(w + 208);
-        const __m256i sc16y = _mm256_cvtepi8_epi16(ld128(w + 192));
-        const __m512i sc16 = _mm512_castsi256_si512(sc16y);
-        __m512i sumi[KMAXT];
-        KUNROLL
-        for (int t = 0; t < T; t++) sumi[t] = _mm512_setzero_si512();
-        KUNROLL
-        for (int c = 0; c < 2; c++) {
-            const __m512i ql = ld512(w + 64 * c);
-            const __m512i qh = _mm512_broadcast_i64x4(ld256(w + 128 + 32 * c));
-            /* A: elements 128c + 0..63 (low nibbles, qh bits 0-1 / 2-3);
-             * B: elements 128c + 64..127 (high nibbles, qh bits 4-5 / 6-7) */
-            const __m512i qa = _mm512_or_si512(_mm512_and_si512(ql, m4),
-                                               _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, srl_a), m2), 4));
-            const __m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
-                                               _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, srl_b), m2), 4));
-            const __m512i sa = _mm512_permutexvar_epi16(ld512(ZQ_K6IDX[2 * c]), sc16);
-            const __m512i sb = _mm512_permutexvar_epi16(ld512(ZQ_K6IDX[2 * c + 1]), sc16);
-            KUNROLL
-            for (int t = 0; t < T; t++) {
-                const uint8_t *a = x + t * xrb + i * 292 + 4 + 128 * c;
-                const __m512i pa = _mm512_madd_epi16(_mm512_maddubs_epi16(qa, ld512(a)), sa);
-                const __m512i pb = _mm512_madd_epi16(_mm512_maddubs_epi16(qb, ld512(a + 64)), sb);
-                sumi[t] = _mm512_add_epi32(sumi[t], _mm512_add_epi32(pa, pb));
-            }
-        }
-        KUNROLL
-        for (int t = 0; t < T; t++) {
-            const uint8_t *a = x + t * xrb + i * 292;
-            const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(ld256(a + 260), sc16y), 5);
-            const __m256i s = _mm256_sub_epi32(zsum256(sumi[t]), corr);
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(rdf(a) * dw), _mm256_cvtepi32_ps(s), acc[t]);
-        }
-    }
-    KUNROLL
-    for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
-}
-
-/* Q8_0 / Q4_0 x Q8_0, two blocks per zmm: unsigned codes u (Q8_0: w + 128, Q4_0: q) times
- * activations with vpdpbusd, minus off * sum(a) (off = 128 or 8), also by vpdpbusd; lanes
- * 0..7 belong to block i, 8..15 to block i+1, scaled per lane in f32. The four f16 scales
- * of a pair (2 weight, 2 activation) are converted with one vcvtph2ps. */
-static const uint16_t ZQ_SRL4X[32] = { 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4,
-                                       0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4 };
-static const int32_t ZQ_PAIR[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1 };
-
-KINLINE float zhsum_ps(__m512 v) {
-    const __m256i hi = _mm512_extracti64x4_epi64(_mm512_castps_si512(v), 1);
-    return hsum_ps(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castsi256_ps(hi)));
-}
-
-KINLINE void dot_b32_zmm(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
-                         const int T, float *restrict out, const float *restrict da, const int q4) {
-    const size_t wb = q4 ? 18 : 34;
-    const __m512i m4 = _mm512_set1_epi8(0x0f), flip = _mm512_set1_epi8((char)0x80);
-    const __m512i offv = _mm512_set1_epi8(q4 ? 8 : (char)0x80); /* as u8: 8 or 128 */
-    const __m512i srl = ld512(ZQ_SRL4X), dup = _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3);
-    const __m512i pair = ld512(ZQ_PAIR);
-    __m512 acc[KMAXT][2];
-    KUNROLL
-    for (int t = 0; t < T; t++) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
-    const int64_t nb = n / 32;
-    int64_t i = 0;
-    for (; i + 2 <= nb; i += 2) {
-        const uint8_t *b0 = w + (size_t)i * wb, *b1 = b0 + wb;
-        __m512i u;
-        if (q4) {
-            const __m512i z = _mm512_permutexvar_epi64(dup, _mm512_castsi256_si512(_mm256_set_m128i(ld128(b1 + 2), ld128(b0 + 2))));
-            u = _mm512_and_si512(_mm512_srlv_epi16(z, srl), m4);     /* [lo0 hi0 lo1 hi1] */
-        } else {
-            u = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(ld256(b0 + 2)), ld256(b1 + 2), 1), flip);
-        }
-        const int dpair = (int)((uint32_t)quant_rd16(b0) | (uint32_t)quant_rd16(b1) << 16);
-        const __m128 dwp = _mm_cvtph_ps(_mm_cvtsi32_si128(dpair));                /* dw0 dw1 0 0 */
-        KUNROLL
-        for (int t = 0; t < T; t++) {
-            const uint8_t *a0 = x + t * xrb + i * 34, *a1 = a0 + 34;
-            const __m512i av = _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a0 + 2)), ld256(a1 + 2), 1);
-            const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, av);
-            const __m512i o = _mm512_dpbusd_epi32(_mm512_setzero_si512(), offv, av);
-            const __m128 dap = _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(const void *)(da + t * KDA_MAX + i)));
-            const __m128 sc = _mm_mul_ps(dwp, dap);                              /* s0 s1 0 0 */
-            const __m512 scv = _mm512_permutexvar_ps(pair, _mm512_castps128_ps512(sc));
-            acc[t][(i >> 1) & 1] = _mm512_fmadd_ps(scv, _mm512_cvtepi32_ps(_mm512_sub_epi32(p, o)), acc[t][(i >> 1) & 1]);
-        }
-    }
-    float tail[KMAXT] = { 0 };
-    if (i < nb) {
-        if (q4) dot_q4_0_y(w + (size_t)i * wb, x + i * 34, xrb, 32, T, tail, da + i);
-        else dot_q8_0_y(w + (size_t)i * wb, x + i * 34, xrb, 32, T, tail, da + i);
-    }
-    KUNROLL
-    for (int t = 0; t < T; t++) out[t] = zhsum_ps(_mm512_add_ps(acc[t][0], acc[t][1])) + tail[t];
-}
-KINLINE void dot_q8_0(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
-                      const int T, float *restrict out, const float *restrict da) { dot_b32_zmm(w, x, xrb, n, T, out, da, 0); }
-KINLINE void dot_q4_0(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
-                      const int T, float *restrict out, const float *restrict da) { dot_b32_zmm(w, x, xrb, n, T, out, da, 1); }
-
-KINLINE void dot_q4_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
-                      const int T, float *restrict out) { dot_q45_K_zmm(w, x, xrb, n, T, out, 0); }
-KINLINE void dot_q5_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
-                      const int T, float *restrict out) { dot_q45_K_zmm(w, x, xrb, n, T, out, 1); }
-KINLINE void dot_q6_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
-                      const int T, float *restrict out) { dot_q6_K_zmm(w, x, xrb, n, T, out); }
-#else
 KINLINE void dot_q6_K_multi(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
                             const int T, float *restrict out) { dot_q6_K_ymm(w, x, xrb, n, T, out); }
-#endif /* KX_ZMM */
 
-#if !defined(KX_ZMM)
 /* ==== ggml's repacked kernels' float order: tiles of 8 rows ====
  * llama.cpp's AVX2 build repacks Q4_0, IQ4_NL and Q4_K weights into 8-row interleaved blocks
  * (ggml-cpu repack.cpp q4_0_8x8, iq4_nl_8x8, q4_K_8x8) and sums each row's exact integer
@@ -1156,7 +1032,6 @@ DEF_MM_TILE(q4_K, CALL_Q4_K)
 DEF_MM_TILE(q4_K_grp, CALL_Q4_K_G)
 #define CALL_IQ4_XS_P(wr, x, xrb, n, T, o, pf, pft) ((void)(pf), tile_iq4_xs(wr, x, xrb, n, T, o))
 DEF_MM_TILE(iq4_xs_p, CALL_IQ4_XS_P)
-#endif /* !KX_ZMM */
 
 /* ==== Matmul drivers: rows x token groups of <= 4 ==== */
 
@@ -1256,6 +1131,71 @@ DEF_MM(bf16_tb)
  * vector is converted once for T columns (4 in vec_dot's 4 x 8 lanes: 16 accumulators, one
  * spilled, measured faster than 3 on Zen 1; 8 in tinyBLAS's one chain), the columns are
  * loaded as they are. */
+#if defined(KX_F512)
+/* The AVX-512 build's orders (dot_f16 / dot_f16_tb above): 4 x 16 lanes over steps of 64, or
+ * one 16-lane chain; each weight vector converted once for the T columns. */
+#define KX_F16X_STEP 64 /* vec_dot_f16's step: dotx8_f16 takes rows of whole steps */
+#define KX_TB_K 16      /* tinyBLAS's k multiple */
+KINLINE void dotx_f16(const uint8_t *restrict w, const float *restrict x, size_t xs, int64_t n, const int T,
+                      float *restrict out) {
+    __m512 s4[4][4];
+    KUNROLL
+    for (int t = 0; t < T; t++)
+        KUNROLL
+        for (int j = 0; j < 4; j++) s4[t][j] = _mm512_setzero_ps();
+    const int64_t np = n & ~(int64_t)63;
+    for (int64_t i = 0; i < np; i += 64) {
+        KUNROLL
+        for (int j = 0; j < 4; j++) {
+            const __m512 wv = ldz_f16(w + (i + 16 * j) * 2);
+            KUNROLL
+            for (int t = 0; t < T; t++) s4[t][j] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + (size_t)t * xs + i + 16 * j), s4[t][j]);
+        }
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) {
+        double sf = (double)zred16(_mm512_add_ps(_mm512_add_ps(s4[t][0], s4[t][2]), _mm512_add_ps(s4[t][1], s4[t][3])));
+        for (int64_t i = np; i < n; i++) sf = sf + (double)(h2f(w + i * 2) * x[(size_t)t * xs + i]);
+        out[t] = (float)sf;
+    }
+}
+#define DOTX8_MAX 512
+KINLINE void dotx8_f16(const uint8_t *restrict w, const float *restrict x, size_t xs, int64_t n, const int T,
+                       float *restrict out) {
+    __m512 s4[8][4];
+#pragma GCC unroll 1
+    for (int j = 0; j < 4; j++) {
+        __m512 a[8];
+        KUNROLL
+        for (int t = 0; t < T; t++) a[t] = _mm512_setzero_ps();
+        for (int64_t i = 16 * j; i < n; i += 64) {
+            const __m512 v = ldz_f16(w + i * 2);
+            KUNROLL
+            for (int t = 0; t < T; t++) a[t] = _mm512_fmadd_ps(v, _mm512_loadu_ps(x + (size_t)t * xs + i), a[t]);
+        }
+        KUNROLL
+        for (int t = 0; t < T; t++) s4[t][j] = a[t];
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++)
+        out[t] = (float)(double)zred16(_mm512_add_ps(_mm512_add_ps(s4[t][0], s4[t][2]), _mm512_add_ps(s4[t][1], s4[t][3])));
+}
+KINLINE void dotx_f16_tb(const uint8_t *restrict w, const float *restrict x, size_t xs, int64_t n, const int T,
+                         float *restrict out) {
+    __m512 acc[8];
+    KUNROLL
+    for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16) {
+        const __m512 wv = ldz_f16(w + i * 2);
+        KUNROLL
+        for (int t = 0; t < T; t++) acc[t] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + (size_t)t * xs + i), acc[t]);
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) out[t] = zred16(acc[t]);
+}
+#else
+#define KX_F16X_STEP 32
+#define KX_TB_K 8
 /* vec_dot_f16's four 8-lane accumulators of one dot folded to 4 lanes ((s0 + s2) + (s1 + s3),
  * then the two halves), and red4_hadd of 4 such dots at once (lane t = dot t) */
 KINLINE __m128 fold4_f16(const __m256 s[4]) {
@@ -1339,6 +1279,7 @@ KINLINE void dotx_f16_tb(const uint8_t *restrict w, const float *restrict x, siz
     KUNROLL
     for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
 }
+#endif /* KX_F512 */
 /* Drivers: each weight row (a cache row, in L1) passes under every column group of <= TM
  * columns; DOTS(nt) dots the group xt of nt columns into o (nt a constant in each case). */
 #define MMX_DRIVER(TM, DOTS)                                                                     \
@@ -1357,7 +1298,7 @@ KINLINE void dotx_f16_tb(const uint8_t *restrict w, const float *restrict x, siz
 #define MMX_CASE(FN, k) case k: FN(wr, xt, xs, n_in, k, o); break;
 static void mmx_f16(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, const void *restrict xq,
                     size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
-    if (n_in % 32 == 0 && n_in <= DOTX8_MAX && n_tok >= 5) {
+    if (n_in % KX_F16X_STEP == 0 && n_in <= DOTX8_MAX && n_tok >= 5) {
         MMX_DRIVER(8, switch (nt) { MMX_CASE(dotx8_f16, 8) MMX_CASE(dotx8_f16, 7) MMX_CASE(dotx8_f16, 6) MMX_CASE(dotx8_f16, 5)
                                     MMX_CASE(dotx_f16, 4) MMX_CASE(dotx_f16, 3) MMX_CASE(dotx_f16, 2)
                                     default: dotx_f16(wr, xt, xs, n_in, 1, o); })
@@ -1367,7 +1308,7 @@ static void mmx_f16(float *restrict y, size_t ldy, const uint8_t *restrict w, si
 }
 static void mmx_f16_tb(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, const void *restrict xq,
                        size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
-    if (n_in % 8) { /* as dot_f16_tb: tinyBLAS needs k % 8 == 0, llama.cpp falls back to vec_dot */
+    if (n_in % KX_TB_K) { /* as dot_f16_tb: tinyBLAS needs k % 8 (AVX-512: 16) == 0, else vec_dot */
         mmx_f16(y, ldy, w, w_row_bytes, xq, xq_row_bytes, n_in, row0, row1, n_tok);
         return;
     }
@@ -1384,15 +1325,7 @@ static void round_f16_x86(float *x, int64_t n) {
 
 DEF_MM_B32(q8_0, 34)
 DEF_MM_B32(q5_0, 22)
-#if defined(KX_ZMM)
-DEF_MM_B32(q4_0, 18)
-DEF_MM_B32(iq4_nl, 18)
-DEF_MM(q4_K)
-#endif
 DEF_MM(q5_K)
-#if defined(KX_ZMM)
-DEF_MM(q6_K)
-#else
 DEF_MM(q6_K_multi)
 static void mm_q6_K(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes,
                     const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1,
@@ -1403,7 +1336,6 @@ static void mm_q6_K(float *restrict y, size_t ldy, const uint8_t *restrict w, si
     }
     for (int64_t r = row0; r < row1; r++) y[r] = dot_q6_K_1(w + (size_t)r * w_row_bytes, xq, n_in);
 }
-#endif
 DEF_MM(q2_K)
 DEF_MM(q3_K)
 DEF_MM(iq4_xs)
@@ -1561,6 +1493,47 @@ KINLINE __m256 v_expf(__m256 x, int *big) {
     *big = _mm256_movemask_ps(c);
     return _mm256_fmadd_ps(j, k, k);
 }
+#if defined(KX_F512)
+/* The AVX-512 build's ggml_v_expf (vec.h), op for op (kern_expf_z one lane), and its
+ * ggml_vec_soft_max_f32 sums: 16-cell blocks aligned on the row, zred16 each, added to a
+ * double (kern_expsum_z16); masked cells are +0. */
+KINLINE __m512 v_expf512(__m512 x) {
+    const __m512 r = _mm512_set1_ps(0x1.8p23f);
+    const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
+    const __m512 n = _mm512_sub_ps(z, r);
+    const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+    const __mmask16 d = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192), _CMP_GT_OQ);
+    const __m512 u = _mm512_mul_ps(b, b);
+    const __m512 j = _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
+                                                     _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f))),
+                                     u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+    const __m512 res = _mm512_scalef_ps(j, n);
+    if (_mm512_kortestz(d, d)) return res;
+    const __m512 alt = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_LE_OQ), _mm512_set1_ps(INFINITY),
+                                            _mm512_setzero_ps());
+    return _mm512_mask_blend_ps(d, res, alt);
+}
+static double expsum_z16v(float *x, int64_t n, int64_t cell0) {
+    double sum = 0.0;
+    for (int64_t i = -(cell0 % 16); i < n; i += 16) {
+        const int64_t q0 = i < 0 ? -i : 0, q1 = n - i < 16 ? n - i : 16; /* cells [q0, q1) of the block are in [0, n) */
+        if (q0 == 0 && q1 == 16) {
+            const __m512 e = v_expf512(_mm512_loadu_ps(x + i));
+            _mm512_storeu_ps(x + i, e);
+            sum += (double)zred16(e);
+            continue;
+        }
+        float c[16] = { 0 };
+        for (int64_t q = q0; q < q1; q++) c[q] = x[i + q];
+        const __mmask16 m = (__mmask16)(((1u << q1) - 1u) & ~((1u << q0) - 1u));
+        const __m512 e = _mm512_maskz_mov_ps(m, v_expf512(_mm512_loadu_ps(c)));
+        _mm512_storeu_ps(c, e);
+        for (int64_t q = q0; q < q1; q++) x[i + q] = c[q];
+        sum += (double)zred16(e);
+    }
+    return sum;
+}
+#else
 static double expsum_x86v(float *x, int64_t n, int64_t cell0) {
     double sum = 0.0;
     for (int64_t i = -(cell0 % 8); i < n; i += 8) {
@@ -1584,6 +1557,7 @@ static double expsum_x86v(float *x, int64_t n, int64_t cell0) {
     }
     return sum;
 }
+#endif
 
 /* ==== Table ==== */
 
@@ -1591,7 +1565,13 @@ static const g4_kern TABLE = {
     .name = KX_NAME,
     .geglu = geglu_x86,
     .pick = kern_pick_x86,
+#if defined(KX_F512)
+    .expsum = expsum_z16v,
+    .vec_w = 16,
+#else
     .expsum = expsum_x86v,
+    .vec_w = 8,
+#endif
     .matmul = {
         [G4_TYPE_F32] = mm_f32, [G4_TYPE_F16] = mm_f16, [G4_TYPE_BF16] = mm_bf16,
         [G4_TYPE_Q8_0] = mm_q8_0, [G4_TYPE_Q4_0] = mm_q4_0, [G4_TYPE_Q5_0] = mm_q5_0,
@@ -1601,9 +1581,7 @@ static const g4_kern TABLE = {
     },
     .matmul_grp = {
         [G4_TYPE_F32] = mm_f32_tb, [G4_TYPE_F16] = mm_f16_tb, [G4_TYPE_BF16] = mm_bf16_tb,
-#if !defined(KX_ZMM)
         [G4_TYPE_Q4_K] = mm_q4_K_grp, [G4_TYPE_IQ4_XS] = mm_iq4_xs_p,
-#endif
     },
     .quantize_act = {
         [G4_TYPE_F32] = act_f32, [G4_TYPE_F16] = act_f16, [G4_TYPE_BF16] = act_bf16,
