@@ -53,7 +53,7 @@ TOOLS    = $(TOOL_SRC:tools/%.c=$(B)/%)
 
 # one ISA per kernel file: only these objects get ISA flags
 ISA_avx2   = -mavx2 -mfma -mf16c
-ISA_avx512 = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
+ISA_avx512 = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16
 ISA_neon   = -march=armv8.2-a+dotprod+fp16
 ISA_i8mm   = -march=armv8.2-a+dotprod+fp16+i8mm+sve
 $(B)/obj/src/kern/kern_avx2.o:   EXTRA = $(ISA_avx2)

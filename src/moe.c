@@ -51,20 +51,15 @@ static inline const float *fv(const g4_tensor *t) { return (const float *)(const
 /* ==== Router ==== */
 
 /* ref: ops.cpp ggml_compute_forward_soft_max_f32 (scale 1, no mask) with vec.cpp
- * ggml_vec_soft_max_f32 (AVX2): ggml_v_expf over blocks of 8, each block summed in f32 as
- * ((c0+c4)+(c2+c6))+((c1+c5)+(c3+c7)) and added to a double; the n % 8 tail with libm expf,
- * each added to the double; then x *= (float)(1.0 / sum). */
-static void router_softmax(float *x, int n) {
+ * ggml_vec_soft_max_f32: the table's expsum over the first n - n % vec_w cells (ggml_v_expf
+ * over blocks of vec_w, each block summed in f32 and added to a double: kern.h), the tail
+ * with libm expf, each added to the double; then x *= (float)(1.0 / sum). */
+static void router_softmax(const g4_kern *k, float *x, int n) {
     float max = -INFINITY;
     for (int i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
-    const int nb = n & ~7;
+    const int nb = n - n % k->vec_w;
     for (int i = 0; i < n; i++) x[i] -= max;
-    kern_expf_n(x, nb); /* x86 order; the NEON table sums in 4-cell blocks (not followed here yet) */
-    double sum = 0.0;
-    for (int i = 0; i < nb; i += 8) {
-        const float *c = x + i;
-        sum += (double)(((c[0] + c[4]) + (c[2] + c[6])) + ((c[1] + c[5]) + (c[3] + c[7])));
-    }
+    double sum = k->expsum(x, nb, 0);
     for (int i = nb; i < n; i++) {
         x[i] = expf(x[i]);
         sum += (double)x[i];
@@ -73,8 +68,8 @@ static void router_softmax(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] *= inv;
 }
 
-void moe_route(float *p, int n_expert, int k, int32_t *sel, float *wts) {
-    router_softmax(p, n_expert);
+void moe_route(const g4_kern *kt, float *p, int n_expert, int k, int32_t *sel, float *wts) {
+    router_softmax(kt, p, n_expert);
     /* ref: ggml_argsort_top_k (argsort descending, first k): k passes of a max search; equal
      * probabilities go to the lower index */
     uint8_t taken[1024 / 8] = { 0 }; /* n_expert <= 1024 (model.c) */
@@ -135,7 +130,7 @@ static void route_task(void *vc, int64_t i0, int64_t i1, int thread) {
     const moe_ctx *c = vc;
     const int Ne = c->m->cfg.n_expert, K = c->K;
     for (int64_t t = i0; t < i1; t++)
-        moe_route(c->sc->logits + t * Ne, Ne, K, c->sc->sel + t * K, c->sc->wts + t * K);
+        moe_route(c->m->kern, c->sc->logits + t * Ne, Ne, K, c->sc->sel + t * K, c->sc->wts + t * K);
 }
 
 /* rows [i0, i1): z = RMS(x1, pre_ffw_norm_2), in the dot type(s) of gate and up */

@@ -69,11 +69,12 @@ G4_INTERNAL int moe_plan(const g4_model *m, int32_t n_rows, uint64_t need[MOE_N_
 G4_INTERNAL void moe_bind(moe_scratch *sc, const g4_model *m, uint8_t *const bufs[MOE_N_BUFS]);
 
 /* Router arithmetic on one row (exposed for tests): logits[Ne] in, probabilities out
- * (ggml_soft_max: 8-lane blocks of ggml_v_expf summed in f32 then double, libm expf for the
- * tail, scaled by 1/sum); the K most probable experts, highest first, ties to the lower index
+ * (ggml_soft_max: the table's expsum, blocks of its vec_w summed in f32 then double, libm
+ * expf for the tail, scaled by 1/sum); the K most probable experts, highest first, ties to the lower index
  * (std::sort leaves ties unspecified); weights p / max(sum p, 2^-14) (ggml_sum_rows,
  * ggml_clamp, ggml_div). */
-G4_INTERNAL void moe_route(float *logits, int n_expert, int k, int32_t *sel, float *wts);
+struct g4_kern;
+G4_INTERNAL void moe_route(const struct g4_kern *kt, float *logits, int n_expert, int k, int32_t *sel, float *wts);
 
 struct g4_work;
 /* The MoE FFN of layer l on chunk rows [r0, T) of w: x1 [T - r0][E] the post-attention stream

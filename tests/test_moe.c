@@ -15,6 +15,7 @@
 
 #include "forward.h"
 #include "g4_impl.h"
+#include "kern/kern.h"
 #include "moe.h"
 #include "quant/quant.h"
 #include "testgen.h"
@@ -57,7 +58,7 @@ static void check_route(void) {
     float p[12] = { 1, 3, 3, 0, 2, 3, 1, 1, 0, 0, 2, 2 };
     int32_t sel[4];
     float w[4];
-    moe_route(p, 12, 4, sel, w);
+    moe_route(kern_select(NULL, NULL, 0), p, 12, 4, sel, w);
     T_CHECKF(sel[0] == 1 && sel[1] == 2 && sel[2] == 5 && sel[3] == 4, "sel %d %d %d %d", sel[0], sel[1], sel[2], sel[3]);
     double sp = 0, sw = 0;
     for (int i = 0; i < 12; i++) sp += (double)p[i];
@@ -74,7 +75,7 @@ static void check_route(void) {
         double mx = -1e30, z = 0;
         for (int i = 0; i < n; i++) { x[i] = 4.0f * t_rng_uniform(&rs); q[i] = x[i]; if ((double)x[i] > mx) mx = (double)x[i]; }
         for (int i = 0; i < n; i++) z += exp((double)x[i] - mx);
-        moe_route(q, n, 1, s1, w1);
+        moe_route(kern_select(NULL, NULL, 0), q, n, 1, s1, w1);
         double e = 0;
         int best = 0;
         for (int i = 0; i < n; i++) {
@@ -125,7 +126,7 @@ static void moe_ref(const g4_model *m, const g4_layer *l, const float *x1f, cons
     }
     int32_t sel[64];
     float w[64];
-    moe_route(lgf, Ne, K, sel, w); /* (the float softmax; the selection is what matters here) */
+    moe_route(kern_select(NULL, NULL, 0), lgf, Ne, K, sel, w); /* (the float softmax; the selection is what matters here) */
     rms_d(z, x1, fv(l->pre_ffw_norm_2), E, eps);
     for (int k = 0; k < K; k++) {
         const int e = sel[k];

@@ -181,6 +181,55 @@ static int check_q4_K_repacked(void *h, const g4_kern *k, int64_t n, int *n_out)
     return bad + badg;
 }
 
+/* block_q2_Kx8 (repack.h, make_block_q2_Kx8): d[8], dmin[8] (f16), scales[128] (scale/min
+ * bytes of sub-blocks 2i, 2i+1 of the 8 rows in turn), qs[512] (8-byte chunks of the rows in
+ * turn); in[r] = row r's block_q2_K (scales 0, qs 16, d 80, dmin 82) */
+static void repack_q2_Kx8(const uint8_t *const in[8], uint8_t *out) {
+    for (int i = 0; i < 8; i++) { memcpy(out + 2 * i, in[i] + 80, 2); memcpy(out + 16 + 2 * i, in[i] + 82, 2); }
+    for (int i = 0; i < 128; i++) out[32 + i] = in[(i % 16) / 2][(i / 16) * 2 + (i % 2)];
+    for (int i = 0; i < 64; i++) memcpy(out + 160 + 8 * i, in[i % 8] + 16 + (i / 8) * 8, 8);
+}
+
+/* Q2_K where the table repacks it (llama.cpp's AVX-512 builds): nr rows (8: the gemm's ymm
+ * loop, 16: its zmm loop) x 4 tokens through ggml's repacked gemm, each token through its
+ * gemv, against matmul_grp / matmul. Returns mismatching outputs, -1 without the symbols. */
+static int check_q2_K_repacked(void *h, const g4_kern *k, int64_t n, int nr, int *n_out) {
+    gemx_fn gemm, gemv;
+    quant_fn qmat, qrow;
+    SYM(h, "ggml_gemm_q2_K_8x8_q8_K", gemm);
+    SYM(h, "ggml_gemv_q2_K_8x8_q8_K", gemv);
+    SYM(h, "ggml_quantize_mat_q8_K_4x8", qmat);
+    SYM(h, "quantize_row_q8_K", qrow);
+    if (!gemm || !gemv || !qmat || !qrow) return -1;
+    const int64_t nb = n / 256;
+    const size_t wrb = quant_row_bytes(G4_TYPE_Q2_K, n), xrb = kern_act_row_bytes(G4_TYPE_Q8_K, n);
+    float *wf = malloc((size_t)n * 4), *x = malloc((size_t)n * 16);
+    uint8_t *w = malloc(wrb * 16), *rp = malloc((size_t)nb * 672 * 2), *xq = malloc(xrb * 4), *xm = malloc((size_t)nb * 1168 * 2);
+    for (int r = 0; r < nr; r++) {
+        for (int64_t i = 0; i < n; i++) wf[i] = rndf();
+        quant_quantize_row(G4_TYPE_Q2_K, wf, w + (size_t)r * wrb, n);
+    }
+    for (int64_t i = 0; i < 4 * n; i++) x[i] = rndf() * (1 + (i % 7 == 0) * 8);
+    for (int g = 0; g < nr / 8; g++)
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *in[8];
+            for (int r = 0; r < 8; r++) in[r] = w + (size_t)(8 * g + r) * wrb + (size_t)b * 84;
+            repack_q2_Kx8(in, rp + ((size_t)g * (size_t)nb + (size_t)b) * 672);
+        }
+    for (int t = 0; t < 4; t++) qrow(x + (size_t)t * n, xq + (size_t)t * xrb, n);
+    qmat(x, xm, n);
+    float yg[64], yv[64], o1[64], o2[64];
+    gemm((int)n, yg, (size_t)nr, rp, xm, 4, nr);
+    for (int t = 0; t < 4; t++) gemv((int)n, yv + nr * t, (size_t)nr, rp, xq + (size_t)t * xrb, 1, nr);
+    k->matmul[G4_TYPE_Q2_K](o1, (size_t)nr, w, wrb, xq, xrb, n, 0, nr, 4);
+    k->matmul_grp[G4_TYPE_Q2_K](o2, (size_t)nr, w, wrb, xq, xrb, n, 0, nr, 4);
+    int bad = 0;
+    for (int i = 0; i < 4 * nr; i++) bad += (memcmp(&yv[i], &o1[i], 4) != 0) + (memcmp(&yg[i], &o2[i], 4) != 0);
+    *n_out = 8 * nr;
+    free(wf); free(x); free(w); free(rp); free(xq); free(xm);
+    return bad;
+}
+
 /* ---- llama.cpp's arm64 kernels' float order (armv8.2 dotprod build: vec_dot of
  * ggml-cpu/arch/arm/quants.c, gemv/gemm of the dotprod repack types in arch/arm/repack.cpp),
  * emulated from exact integer sums, as compiled (GCC contracts a*b+c into fmla/fmadd: fmaf
@@ -688,6 +737,20 @@ int main(int argc, char **argv) {
         if (!X86_REPACK)
             printf("check %s dequant %d act %d dot %d of %d worst %.2e emu %d\n", tr->name, bad_dq, bad_q, bad_d, n_case, worst, bad_emu);
         if (bad_q || bad_dq || (bad_d && !info)) fail++; else pass++;
+    }
+    if (X86_REPACK && k->matmul_grp[G4_TYPE_Q2_K] && wanted("q2_K")) {
+        int bad = 0, tot = 0, no = 0;
+        for (int nbk = 1; nbk <= 48 && bad >= 0; nbk += (nbk < 8 ? 1 : 5))
+            for (int nr = 8; nr <= 16 && bad >= 0; nr += 8) {
+                const int r = check_q2_K_repacked(h, k, (int64_t)nbk * 256, nr, &no);
+                if (r < 0) { bad = -1; break; }
+                bad += r; tot += no;
+            }
+        if (bad < 0) printf("q2_K repacked: ggml's gemm/gemv not found, skipped\n");
+        else {
+            printf("q2_K repacked gemv/gemm (ggml's own kernels, 8 and 16 rows): %d of %d outputs differ\n", bad, tot);
+            if (bad) fail++; else pass++;
+        }
     }
     if (X86_REPACK) {
         int bad = 0, tot = 0, no = 0;

@@ -57,6 +57,10 @@ typedef struct g4_kern {
      * NULL = use matmul. The table's pick says for which columns. */
     g4_matmul_fn    matmul_grp[G4_TYPE_COUNT];
     g4_pick_fn      pick;                          /* never NULL */
+    /* For a type whose matmul / matmul_grp follow llama.cpp's repacked kernels only because
+     * llama.cpp repacks it when n_out % 8 == 0: its vec_dot order, for the other weights
+     * (NULL = no such type; today Q2_K on the AVX-512 table) */
+    g4_matmul_fn    matmul_vd[G4_TYPE_COUNT];
     g4_quant_act_fn quantize_act[G4_TYPE_COUNT];   /* by dot type: F32, F16, BF16, Q8_0, Q8_1, Q8_K */
     /* Q8_0/Q8_1 activation scale: 0 = x86 SIMD convention (id = 127/amax), 1 = llama.cpp's
      * arm64 build (id = 1/(amax/127)); both round half to even (quant_ref.h) */
@@ -78,6 +82,7 @@ typedef struct g4_kern {
      * haswell), 16 (AVX-512: zen4, skylakex ...), 4 (NEON); the softmax's exp and blocks, the
      * float dots' periods and tinyBLAS's k multiple go with it */
     int             vec_w;
+    int             tb_k_bf16;  /* tinyBLAS's k multiple for BF16 where not vec_w (32: vdpbf16ps) */
 } g4_kern;
 
 /* the portable GeGLU (the scalar table's; the SIMD ones equal it bit for bit) */
@@ -97,13 +102,13 @@ double kern_expsum_z16(float *x, int64_t n, int64_t cell0);
  * columns of an n_in x n_out weight takes matmul_grp's float order: float weights
  * (F32/F16/BF16) every column when N >= 2, n_in % tb_k == 0 and n_out % 4 == 0 (tinyBLAS,
  * sgemm.cpp tinyBLAS::matmul, tb_k its vector's lanes: 8 on AVX2, 16 on AVX-512; else and for
- * one column: ggml_vec_dot); Q4_K the columns below
- * N - N % 4 (its repacked 4-column gemm; the rest its gemv); IQ4_XS every column when N >= 8
+ * one column: ggml_vec_dot); Q4_K (and Q2_K where a table repacks it: AVX-512) the columns
+ * below N - N % 4 (the repacked 4-column gemm; the rest its gemv); IQ4_XS every column when N >= 8
  * and n_out % 8 == 0 (the IQ panel gemm, iqp.cpp); other types none. */
 static inline int kern_grp_col(uint32_t type, int64_t N, int64_t col, int64_t n_in, int64_t n_out, int tb_k) {
     if (type == G4_TYPE_F32 || type == G4_TYPE_F16 || type == G4_TYPE_BF16) return N >= 2 && n_in % tb_k == 0 && n_out % 4 == 0;
     if (type == G4_TYPE_IQ4_XS) return N >= 8 && n_out % 8 == 0;
-    if (type == G4_TYPE_Q4_K) return col < N - N % 4;
+    if (type == G4_TYPE_Q4_K || type == G4_TYPE_Q2_K) return col < N - N % 4;
     return 0;
 }
 

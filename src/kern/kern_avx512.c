@@ -18,6 +18,27 @@
 #if defined(G4_SIMDE_AVX512)
 #define SIMDE_ENABLE_NATIVE_ALIASES
 #include <simde/x86/avx512.h>
+/* not in SIMDe 0.7.4: two F16C conversions */
+static inline __m512 g4_simde_cvtph_ps(__m256i h) {
+    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_cvtph_ps(_mm256_castsi256_si128(h))),
+                              _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), 1);
+}
+#define _mm512_cvtph_ps(h) g4_simde_cvtph_ps(h)
+/* SIMDe 0.7.4's vscalefps does not round subnormal results as the instruction does: a * 2^floor(b)
+ * by ldexpf, rounded once (b clamped: ldexpf saturates the same way) */
+#include <math.h>
+static inline __m512 g4_simde_scalef_ps(__m512 a, __m512 b) {
+    float x[16], y[16];
+    _mm512_storeu_ps(x, a);
+    _mm512_storeu_ps(y, b);
+    for (int i = 0; i < 16; i++) {
+        const float e = y[i] != y[i] ? 0.0f : fminf(fmaxf(floorf(y[i]), -1000.0f), 1000.0f);
+        x[i] = y[i] != y[i] ? y[i] : ldexpf(x[i], (int)e);
+    }
+    return _mm512_loadu_ps(x);
+}
+#undef _mm512_scalef_ps
+#define _mm512_scalef_ps(a, b) g4_simde_scalef_ps(a, b)
 #endif
 
 #define KX(name) name##_avx512

@@ -79,7 +79,9 @@ void kern_geglu_ref(float *restrict gate, const float *restrict up, const uint16
 g4_matmul_fn kern_pick_x86(const g4_kern *k, uint32_t type, int64_t N, int64_t col, int64_t n_in,
                            int64_t n_out, unsigned flags) {
     (void)flags;
-    return kern_grp_col(type, N, col, n_in, n_out, k->vec_w) && k->matmul_grp[type] ? k->matmul_grp[type] : k->matmul[type];
+    if (k->matmul_vd[type] && n_out % 8) return k->matmul_vd[type];
+    const int tb_k = type == G4_TYPE_BF16 && k->tb_k_bf16 ? k->tb_k_bf16 : k->vec_w;
+    return kern_grp_col(type, N, col, n_in, n_out, tb_k) && k->matmul_grp[type] ? k->matmul_grp[type] : k->matmul[type];
 }
 
 static const g4_kern TABLE = {

@@ -225,6 +225,51 @@ DEF_DOT_FLOAT(f32, 4, ld_f32, tof_f32, float, red4_hadd)
 DEF_DOT_FLOAT(f16, 2, ld_f16, tof_f16, double, red4_hadd)
 #endif
 DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16, double, red4_shuf)
+#if defined(KX_F512) && defined(__AVX512BF16__)
+/* BF16 as llama.cpp's AVX512_BF16 builds (zen4, cooperlake, sapphirerapids) multiply it, with
+ * vdpbf16ps (pairs of bf16 products into f32 lanes, the CPU's own rounding):
+ *  dot_bf16z    ggml_vec_dot_bf16: two 16-lane accumulators over steps of 64 (32 elements
+ *               each), each reduced by zred16 and added to a double, c1 first; the n % 64 tail
+ *               product by product in double;
+ *  dot_bf16z_tb tinyBLAS<32, __m512, __m512bh>: one chain over k in steps of 32, zred16;
+ *               k % 32 == 0, else vec_dot. */
+KINLINE __m512bh ldbh(const uint8_t *p) { return (__m512bh)_mm512_loadu_ps((const float *)(const void *)p); }
+KINLINE void dot_bf16z(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n, const int T,
+                       float *restrict out) {
+    KUNROLL
+    for (int t = 0; t < T; t++) {
+        const uint8_t *xt = x + t * xrb;
+        __m512 c1 = _mm512_setzero_ps(), c2 = _mm512_setzero_ps();
+        int64_t i = 0;
+        for (; i + 64 <= n; i += 64) {
+            c1 = _mm512_dpbf16_ps(c1, ldbh(w + i * 2), ldbh(xt + i * 2));
+            c2 = _mm512_dpbf16_ps(c2, ldbh(w + (i + 32) * 2), ldbh(xt + (i + 32) * 2));
+        }
+        double sf = 0.0;
+        sf += (double)zred16(c1);
+        sf += (double)zred16(c2);
+        for (; i < n; i++) {
+            const float pr = tof_bf16(w + i * 2) * tof_bf16(xt + i * 2);
+            sf += (double)pr;
+        }
+        out[t] = (float)sf;
+    }
+}
+KINLINE void dot_bf16z_tb(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n, const int T,
+                          float *restrict out) {
+    if (n % 32) { dot_bf16z(w, x, xrb, n, T, out); return; }
+    __m512 acc[KMAXT];
+    KUNROLL
+    for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 32) {
+        const __m512bh w0 = ldbh(w + i * 2);
+        KUNROLL
+        for (int t = 0; t < T; t++) acc[t] = _mm512_dpbf16_ps(acc[t], w0, ldbh(x + t * xrb + i * 2));
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) out[t] = zred16(acc[t]);
+}
+#endif
 
 /* 32-element blocks with Q8_0 activations: signed codes s (32 x i8) via the sign trick,
  * |s| x sign(a, s) as u8 x s8 (|s| <= 128 so pairs stay below 2^15). */
@@ -1033,6 +1078,64 @@ DEF_MM_TILE(q4_K_grp, CALL_Q4_K_G)
 #define CALL_IQ4_XS_P(wr, x, xrb, n, T, o, pf, pft) ((void)(pf), tile_iq4_xs(wr, x, xrb, n, T, o))
 DEF_MM_TILE(iq4_xs_p, CALL_IQ4_XS_P)
 
+#if defined(KX_F512)
+/* ==== Q2_K as llama.cpp's AVX-512 builds multiply it ====
+ * ggml_cpu_has_avx512() repacks Q2_K weights into q2_K_8x8 (repack.cpp); its gemv (one
+ * token: the decode kernel and a batch's last n % 4 tokens) and its 4-token gemm (x86
+ * repack.cpp) sum, per row, exact integers and then
+ *   acc = fma((float)isum, dw * da, acc), accm = fma((float)imin, dmin * da, accm)
+ * per 256-element super-block (gemv) or per 128-element half (gemm); out = acc - accm.
+ * isum: scale x (codes . activations) over the span's 16-element sub-blocks, imin: min x
+ * bsum over them. A scalar fmaf per row is the same operation as their one f32 lane. */
+KINLINE void q2k_half(const uint8_t *restrict w, const uint8_t *restrict a, int j, int32_t *isum, int32_t *imin) {
+    const __m256i m3 = _mm256_set1_epi8(3), q = ld256(w + 16 + 32 * j);
+    __m256i acc = _mm256_setzero_si256();
+    KUNROLL
+    for (int l = 0; l < 4; l++) {
+        const __m256i codes = _mm256_and_si256(_mm256_srli_epi16(q, 2 * l), m3);
+        const __m256i p = _mm256_maddubs_epi16(codes, ld256(a + 4 + 128 * j + 32 * l)); /* i16 lane i: elements 2i, 2i+1 */
+        const int s0 = w[8 * j + 2 * l] & 15, s1 = w[8 * j + 2 * l + 1] & 15;
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set_m128i(_mm_set1_epi16((short)s1), _mm_set1_epi16((short)s0))));
+    }
+    *isum = hsum_i32(acc);
+    int32_t m = 0;
+    for (int sb = 8 * j; sb < 8 * j + 8; sb++) m += (w[sb] >> 4) * (int32_t)(int16_t)quant_rd16(a + 260 + 2 * sb);
+    *imin = m;
+}
+KINLINE void dot_q2_K_rp(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n, const int T,
+                         float *restrict out, const int gemm) {
+    float acc[KMAXT], accm[KMAXT];
+    KUNROLL
+    for (int t = 0; t < T; t++) acc[t] = accm[t] = 0.0f;
+    for (int64_t b = 0; b < n / 256; b++, w += 84) {
+        const float dw = h2f(w + 80), dmw = h2f(w + 82);
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            const uint8_t *a = x + t * xrb + (size_t)b * 292;
+            const float da = rdf(a);
+            int32_t i0, m0, i1, m1;
+            q2k_half(w, a, 0, &i0, &m0);
+            q2k_half(w, a, 1, &i1, &m1);
+            if (gemm) {
+                acc[t] = fmaf((float)i0, dw * da, acc[t]);
+                accm[t] = fmaf((float)m0, dmw * da, accm[t]);
+                acc[t] = fmaf((float)i1, dw * da, acc[t]);
+                accm[t] = fmaf((float)m1, dmw * da, accm[t]);
+            } else {
+                acc[t] = fmaf((float)(i0 + i1), dw * da, acc[t]);
+                accm[t] = fmaf((float)(m0 + m1), dmw * da, accm[t]);
+            }
+        }
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) out[t] = acc[t] - accm[t];
+}
+KINLINE void dot_q2_K_rv(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n, const int T,
+                         float *restrict out) { dot_q2_K_rp(w, x, xrb, n, T, out, 0); }
+KINLINE void dot_q2_K_rm(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n, const int T,
+                         float *restrict out) { dot_q2_K_rp(w, x, xrb, n, T, out, 1); }
+#endif
+
 /* ==== Matmul drivers: rows x token groups of <= 4 ==== */
 
 /* Row tiles of KROWS rows x token groups of 4: the 4 tokens' activation rows stay in L1
@@ -1124,6 +1227,10 @@ DEF_MM(bf16)
 DEF_MM(f32_tb)
 DEF_MM(f16_tb)
 DEF_MM(bf16_tb)
+#if defined(KX_F512) && defined(__AVX512BF16__)
+DEF_MM(bf16z)
+DEF_MM(bf16z_tb)
+#endif
 
 /* ==== F16 weights x f32 activations holding f16 values (kern.h matmul_f16x) ====
  * The products and sums of dot_f16 / dot_f16_tb, lane for lane: an f16 activation converted
@@ -1337,6 +1444,17 @@ static void mm_q6_K(float *restrict y, size_t ldy, const uint8_t *restrict w, si
     for (int64_t r = row0; r < row1; r++) y[r] = dot_q6_K_1(w + (size_t)r * w_row_bytes, xq, n_in);
 }
 DEF_MM(q2_K)
+#if defined(KX_F512) /* Q2_K repacked (weights of n_out % 8 == 0), vec_dot for the others */
+DEF_MM(q2_K_rv)
+DEF_MM(q2_K_rm)
+#define KX_MM_Q2K mm_q2_K_rv
+#define KX_GRP_Q2K [G4_TYPE_Q2_K] = mm_q2_K_rm,
+#define KX_VD_Q2K [G4_TYPE_Q2_K] = mm_q2_K,
+#else
+#define KX_MM_Q2K mm_q2_K
+#define KX_GRP_Q2K
+#define KX_VD_Q2K [G4_TYPE_Q2_K] = NULL,
+#endif
 DEF_MM(q3_K)
 DEF_MM(iq4_xs)
 DEF_MM(q4_1)
@@ -1508,7 +1626,7 @@ KINLINE __m512 v_expf512(__m512 x) {
                                                      _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f))),
                                      u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
     const __m512 res = _mm512_scalef_ps(j, n);
-    if (_mm512_kortestz(d, d)) return res;
+    if (d == 0) return res; /* kortestz */
     const __m512 alt = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_LE_OQ), _mm512_set1_ps(INFINITY),
                                             _mm512_setzero_ps());
     return _mm512_mask_blend_ps(d, res, alt);
@@ -1561,34 +1679,50 @@ static double expsum_x86v(float *x, int64_t n, int64_t cell0) {
 
 /* ==== Table ==== */
 
-static const g4_kern TABLE = {
-    .name = KX_NAME,
-    .geglu = geglu_x86,
-    .pick = kern_pick_x86,
 #if defined(KX_F512)
-    .expsum = expsum_z16v,
-    .vec_w = 16,
+#define KX_EXPSUM expsum_z16v
+#define KX_VEC_W 16
 #else
-    .expsum = expsum_x86v,
-    .vec_w = 8,
+#define KX_EXPSUM expsum_x86v
+#define KX_VEC_W 8
 #endif
-    .matmul = {
-        [G4_TYPE_F32] = mm_f32, [G4_TYPE_F16] = mm_f16, [G4_TYPE_BF16] = mm_bf16,
-        [G4_TYPE_Q8_0] = mm_q8_0, [G4_TYPE_Q4_0] = mm_q4_0, [G4_TYPE_Q5_0] = mm_q5_0,
-        [G4_TYPE_IQ4_NL] = mm_iq4_nl, [G4_TYPE_Q4_K] = mm_q4_K, [G4_TYPE_Q5_K] = mm_q5_K,
-        [G4_TYPE_Q6_K] = mm_q6_K, [G4_TYPE_Q2_K] = mm_q2_K, [G4_TYPE_Q3_K] = mm_q3_K,
-        [G4_TYPE_IQ4_XS] = mm_iq4_xs, [G4_TYPE_Q4_1] = mm_q4_1, [G4_TYPE_Q5_1] = mm_q5_1,
-    },
-    .matmul_grp = {
-        [G4_TYPE_F32] = mm_f32_tb, [G4_TYPE_F16] = mm_f16_tb, [G4_TYPE_BF16] = mm_bf16_tb,
-        [G4_TYPE_Q4_K] = mm_q4_K_grp, [G4_TYPE_IQ4_XS] = mm_iq4_xs_p,
-    },
-    .quantize_act = {
-        [G4_TYPE_F32] = act_f32, [G4_TYPE_F16] = act_f16, [G4_TYPE_BF16] = act_bf16,
-        [G4_TYPE_Q8_0] = act_q8_0, [G4_TYPE_Q8_1] = act_q8_1, [G4_TYPE_Q8_K] = act_q8_K,
-    },
-    .matmul_f16x = { mmx_f16, mmx_f16_tb },
-    .round_f16 = round_f16_x86,
-};
+#define KX_TABLE(MM_BF16, MM_BF16_GRP, TB_K_BF16) {                                         \
+    .name = KX_NAME,                                                                        \
+    .geglu = geglu_x86,                                                                     \
+    .pick = kern_pick_x86,                                                                  \
+    .matmul_vd = { KX_VD_Q2K },                                                             \
+    .expsum = KX_EXPSUM,                                                                    \
+    .vec_w = KX_VEC_W,                                                                      \
+    .matmul = {                                                                             \
+        [G4_TYPE_F32] = mm_f32, [G4_TYPE_F16] = mm_f16, [G4_TYPE_BF16] = MM_BF16,           \
+        [G4_TYPE_Q8_0] = mm_q8_0, [G4_TYPE_Q4_0] = mm_q4_0, [G4_TYPE_Q5_0] = mm_q5_0,       \
+        [G4_TYPE_IQ4_NL] = mm_iq4_nl, [G4_TYPE_Q4_K] = mm_q4_K, [G4_TYPE_Q5_K] = mm_q5_K,   \
+        [G4_TYPE_Q6_K] = mm_q6_K, [G4_TYPE_Q2_K] = KX_MM_Q2K, [G4_TYPE_Q3_K] = mm_q3_K,       \
+        [G4_TYPE_IQ4_XS] = mm_iq4_xs, [G4_TYPE_Q4_1] = mm_q4_1, [G4_TYPE_Q5_1] = mm_q5_1,   \
+    },                                                                                      \
+    .matmul_grp = {                                                                         \
+        [G4_TYPE_F32] = mm_f32_tb, [G4_TYPE_F16] = mm_f16_tb, [G4_TYPE_BF16] = MM_BF16_GRP, \
+        [G4_TYPE_Q4_K] = mm_q4_K_grp, [G4_TYPE_IQ4_XS] = mm_iq4_xs_p, KX_GRP_Q2K                      \
+    },                                                                                      \
+    .quantize_act = {                                                                       \
+        [G4_TYPE_F32] = act_f32, [G4_TYPE_F16] = act_f16, [G4_TYPE_BF16] = act_bf16,        \
+        [G4_TYPE_Q8_0] = act_q8_0, [G4_TYPE_Q8_1] = act_q8_1, [G4_TYPE_Q8_K] = act_q8_K,    \
+    },                                                                                      \
+    .matmul_f16x = { mmx_f16, mmx_f16_tb },                                                 \
+    .round_f16 = round_f16_x86,                                                             \
+    .tb_k_bf16 = TB_K_BF16,                                                                 \
+}
+static const g4_kern TABLE = KX_TABLE(mm_bf16, mm_bf16_tb, 0);
 
+#if defined(KX_F512) && defined(__AVX512BF16__)
+/* The same table for CPUs with AVX512_BF16 (the zen4 class of llama.cpp's builds): BF16 by
+ * vdpbf16ps, tinyBLAS taking BF16 in k steps of 32 */
+static const g4_kern TABLE_BF16 = KX_TABLE(mm_bf16z, mm_bf16z_tb, 32);
+const g4_kern *KX(kern_table)(void) {
+    kern_cpu c;
+    kern_cpu_detect(&c);
+    return c.avx512bf16 ? &TABLE_BF16 : &TABLE;
+}
+#else
 const g4_kern *KX(kern_table)(void) { return &TABLE; }
+#endif

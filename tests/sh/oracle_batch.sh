@@ -17,8 +17,9 @@
 # table (G4_ISA=avx2) against llama.cpp's haswell CPU library, loaded by name (llama.cpp's log
 # must say it loaded that library). Where the default pair differs (an AVX-512 host: g4's
 # avx512 table, llama.cpp's zen4 or skylakex ... library) the same schedules run on that pair
-# too, with g4's default chunking only, and are reported without gating (not yet exact: issue
-# 12 part 2); not under the sanitizers.
+# too, with g4's default chunking only: gated for g4 avx512 / llama.cpp zen4 (bit for bit
+# there), reported for other pairs (oracle_pin.inc oracle_default_gated); not under the
+# sanitizers.
 # Stdout: "pair: ..." (the gated result), maybe "report: ...", then "N passed, M failed".
 # Needs node-llama-cpp (make test-deps), git, an x86-64 CPU with AVX2, FMA, F16C, BMI2; else
 # "skipped".
@@ -52,11 +53,9 @@ rpass=0
 rfail=0
 ok() { pass=$((pass + 1)); [ -n "$VERBOSE" ] && echo "ok   $*"; return 0; }
 bad() { fail=$((fail + 1)); echo "FAIL $*" >&2; }
-# the default pair's results: counted and printed, never failing the test
-rok() { rpass=$((rpass + 1)); [ -n "$VERBOSE" ] && echo "ok   (default pair) $*" >&2; return 0; }
-rbad() { rfail=$((rfail + 1)); echo "differs (default pair, not gated) $*" >&2; }
 oracle_default_pair
 REPORT=0
+oracle_default_gate_init # the default pair's checks: rok / rbad (oracle_pin.inc)
 oracle_default_differs && [ "$DEF_LL" != - ] && [ -z "$G4_SANITIZED" ] && REPORT=1
 PIN_LIB=libggml-cpu-haswell.so
 PIN_SEEN=0
@@ -212,7 +211,8 @@ ONE=
 
 echo "pair: g4 avx2 / llama.cpp $PIN_LIB (loaded by name): $pass passed, $fail failed"
 if [ "$REPORT" = 1 ]; then
-    echo "report: default pair g4 $DEF_G4 / llama.cpp libggml-cpu-$DEF_LL.so, not gated (not yet exact: issue 12 part 2): $rpass of $((rpass + rfail)) checks agree"
+    oracle_default_line "libggml-cpu-$DEF_LL.so"
+    [ "$GATE" = 1 ] && pass=$((pass + rpass)) fail=$((fail + rfail))
 elif oracle_default_differs; then
     echo "report: default pair g4 $DEF_G4 / llama.cpp $DEF_LL not run (under the sanitizers, or no variant found)"
 fi

@@ -11,8 +11,9 @@
 # weights through a one-op ggml graph in the plain CPU buffer (vec_dot for one column, tinyBLAS
 # for 2-5 columns when rows % 4 == 0 and n % 8 == 0, else vec_dot), 12 and 11 rows, n 8..6144.
 # Where the default pair differs (an AVX-512 host: g4's avx512 table, the library llama.cpp picks
-# there, e.g. zen4), the same tool runs on that pair and its count is reported without gating
-# (not yet exact: issue 12 part 2). Stdout: "pair: ...", maybe "report: ...", "N passed, M failed".
+# there, e.g. zen4), the same tool runs on that pair: gated for g4 avx512 / zen4 (also Q2_K
+# against ggml's repacked q2_K_8x8 gemv/gemm there, BF16 by vdpbf16ps), reported for others
+# (oracle_pin.inc oracle_default_gated). Stdout: "pair: ...", maybe "report: ...", "N passed, M failed".
 # Skipped without tests/oracle/node_modules (make test-deps), on non-x86-64 or without AVX2.
 B=${B:-build}
 . tests/sh/oracle_pin.inc
@@ -29,11 +30,25 @@ if [ -z "$line" ]; then echo "FAIL oracle_kern: no result (exit $rc)" >&2; echo 
 echo "pair: g4 avx2 / llama.cpp libggml-cpu-haswell.so: $line"
 
 oracle_default_pair
+oracle_default_gate_init
 if oracle_default_differs && [ "$DEF_LL" != - ] && [ -z "$G4_SANITIZED" ]; then
-    dout=$("$B/g4-ggml-kern" "$ORACLE_LIBDIR" "$DEF_G4" "libggml-cpu-$DEF_LL.so" 2>&1)
-    printf '%s\n' "$dout" | grep -v "passed, .* failed" | sed 's/^/(default pair, not gated) /' >&2
+    dout=$(env -u G4_ISA "$B/g4-ggml-kern" "$ORACLE_LIBDIR" "$DEF_G4" "libggml-cpu-$DEF_LL.so" 2>&1)
+    drc=$?
+    if [ "$GATE" = 1 ]; then pre="(default pair)"; else pre="(default pair, not gated)"; fi
+    printf '%s\n' "$dout" | grep -v "passed, .* failed" | sed "s/^/$pre /" >&2
     dline=$(printf '%s\n' "$dout" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
-    echo "report: default pair g4 $DEF_G4 / llama.cpp libggml-cpu-$DEF_LL.so, not gated (not yet exact: issue 12 part 2): ${dline:-no result}"
+    if [ "$GATE" = 1 ]; then
+        echo "pair: g4 $DEF_G4 / llama.cpp libggml-cpu-$DEF_LL.so: ${dline:-no result}"
+        if [ -z "$dline" ] || [ "$drc" -ne 0 ]; then rc=1; fi
+        dp=$(printf '%s\n' "$dline" | sed -E 's/^([0-9]+) passed, ([0-9]+) failed$/\1/')
+        df=$(printf '%s\n' "$dline" | sed -E 's/^([0-9]+) passed, ([0-9]+) failed$/\2/')
+        p0=$(printf '%s\n' "$line" | sed -E 's/^([0-9]+) passed.*/\1/')
+        f0=$(printf '%s\n' "$line" | sed -E 's/.*passed, ([0-9]+) failed$/\1/')
+        [ -n "$dline" ] || { dp=0; df=1; }
+        line="$((p0 + dp)) passed, $((f0 + df)) failed"
+    else
+        echo "report: default pair g4 $DEF_G4 / llama.cpp libggml-cpu-$DEF_LL.so, not gated (this pair not checked on its host): ${dline:-no result}"
+    fi
 fi
 echo "$line"
 [ "$rc" -eq 0 ]

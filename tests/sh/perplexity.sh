@@ -71,7 +71,8 @@ awk -v x="$ppl" 'BEGIN { exit !(x > 1 && x < 1e6) }' && ok "ppl $ppl plausible" 
 
 # ---- against llama.cpp (tests/oracle/ppl_llama.mjs: its tokenizer, forward pass and scoring) ----
 # The pair (tests/sh/oracle_pin.inc): g4's avx2 table against llama.cpp's haswell library (a pinned
-# view of the npm packages); where the default pair differs (AVX-512 hosts) it is reported, not gated.
+# view of the npm packages); where the default pair differs (AVX-512 hosts) it runs too: gated for
+# g4 avx512 / llama.cpp zen4, reported for other pairs (oracle_pin.inc oracle_default_gated).
 . tests/sh/oracle_pin.inc
 ppl_of() { sed -nE 's/^Final estimate: PPL = ([0-9.]+) .*/\1/p' "$1"; }
 ppl_pair() { # pin|def: both models, each within its relative tolerance of llama.cpp's perplexity
@@ -92,12 +93,13 @@ ppl_pair() { # pin|def: both models, each within its relative tolerance of llama
         if [ "$1" = def ] && [ -n "$lib" ]; then DEF_LL=${lib#libggml-cpu-}; DEF_LL=${DEF_LL%.so}; fi
         if [ "$1" = pin ] && [ "$lib" != libggml-cpu-haswell.so ]; then bad "$mname: the pinned llama.cpp loaded '${lib:-nothing}', not haswell"; continue; fi
         if [ $st -ne 0 ]; then
-            if [ "$1" = pin ]; then bad "$mname: llama.cpp or g4 run failed: $(tail -n 2 "$tmp/ll.err")"; else dbad=$((dbad + 1)); fi
+            if [ "$1" = pin ]; then bad "$mname: llama.cpp or g4 run failed: $(tail -n 2 "$tmp/ll.err")"; else dbad=$((dbad + 1)); [ "$GATE" = 1 ] && bad "$mname (default pair): llama.cpp or g4 run failed"; fi
             continue
         fi
         if [ -n "$a" ] && [ -n "$b" ] && awk -v x="$a" -v y="$b" -v t="$tol" 'BEGIN { d = (x - y) / x; if (d < 0) d = -d; exit !(d <= t) }'; then
             if [ "$1" = pin ]; then ok "$mname: PPL $b matches llama.cpp's $a"; pok=$((pok + 1)); else dok=$((dok + 1)); fi
         elif [ "$1" = pin ]; then bad "$mname: PPL g4 '$b' vs llama.cpp '$a' (relative tolerance $tol)"
+        elif [ "$GATE" = 1 ]; then dbad=$((dbad + 1)); bad "$mname (default pair g4 $DEF_G4 / llama.cpp $DEF_LL): PPL g4 '$b' vs llama.cpp '$a'"
         else dbad=$((dbad + 1)); echo "perplexity: default pair, not gated: $mname: g4 $b vs llama.cpp $a" >&2; fi
     done
 }
@@ -111,10 +113,16 @@ else
     ppl_pair pin
     echo "pair: g4 avx2 / llama.cpp haswell (pinned view of the npm prebuilt): $pok of 2 perplexities within 1e-4 (F32), 1e-2 (Q4_K) of llama.cpp's"
     oracle_default_pair
+    oracle_default_gate_init
     if oracle_default_differs; then
         dok=0 dbad=0
         ppl_pair def
-        echo "report: default pair g4 $DEF_G4 / llama.cpp $DEF_LL, not gated: $dok of $((dok + dbad)) perplexities within the same tolerances"
+        if [ "$GATE" = 1 ]; then
+            echo "pair: g4 $DEF_G4 / llama.cpp $DEF_LL: $dok of 2 perplexities within the same tolerances"
+            [ "$dok" -eq 2 ] || [ "$dbad" -gt 0 ] || bad "default pair: $dok of 2 perplexities compared"
+        else
+            echo "report: default pair g4 $DEF_G4 / llama.cpp $DEF_LL, not gated (this pair not checked on its host): $dok of $((dok + dbad)) perplexities within the same tolerances"
+        fi
     fi
 fi
 
