@@ -748,111 +748,82 @@ KINLINE void h8x2(const uint8_t *const *wr, size_t off, __m256 *d, __m256 *dm) {
     *dm = _mm256_cvtph_ps(_mm256_extracti128_si256(p, 1));
 }
 
-/* Q4_0 / IQ4_NL x Q8_0, 8 rows x T tokens: out[t] lane r = row r */
-/* the next tile's share for block i (8 rows x 18 bytes; the tile's rows are contiguous): with
- * rows this short (the LM head's 864 bytes) the hardware prefetcher does not ramp up on the 8
- * interleaved streams (Zen 4, 1 thread, Q4_0 LM head: 6.4 -> 17.1 GB/s AVX-512, 4.8 -> 11.5 AVX2) */
-#define KB32_PREFETCH(pf, i) do { if (pf) { const char *q_ = (const char *)(pf) + (size_t)(i) * 144; \
-        _mm_prefetch(q_, _MM_HINT_T0); _mm_prefetch(q_ + 64, _MM_HINT_T0); _mm_prefetch(q_ + 128, _MM_HINT_T0); } } while (0)
+/* Q4_0 / IQ4_NL x Q8_0, 8 rows x T tokens: out[t] lane r = row r.
+ * Integer part (exact, in any order): the 16 code bytes of row q and row q + 4 (q < 4) of a
+ * block share one "quad" vector, one row per 128-bit lane, low nibbles and high nibbles in
+ * two vectors; each is dotted with the block's activations a[0..15] / a[16..31] broadcast to
+ * every 128-bit lane, so a row's block dot is the sum of its 4 i32 lanes, and red4x4 turns
+ * the 4 quads into [rows 0..3 | rows 4..7] per block with no cross-lane step. Q4_0's codes go
+ * in as the unsigned nibbles u = v + 8 and every row's dot starts from -8 * sum(a), so
+ * sum(u * a) - 8 * sum(a) = sum(v * a) exactly. IQ4_NL keeps the sign trick (its values + 128
+ * would saturate vpmaddubsw at 241 * 127 * 2).
+ * Float part, as ggml's q4_0_8x8 gemv per block i in order: acc = fma((float)isum, dw * da,
+ * acc), dw = the 8 rows' f16 scales, da the token's. */
+KINLINE __m256i red4x4(__m256i a, __m256i b, __m256i c, __m256i d) { /* per 128-bit lane: [sum a, sum b, sum c, sum d] */
+    const __m256i t0 = _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
+    const __m256i t1 = _mm256_add_epi32(_mm256_unpacklo_epi32(c, d), _mm256_unpackhi_epi32(c, d));
+    return _mm256_add_epi32(_mm256_unpacklo_epi64(t0, t1), _mm256_unpackhi_epi64(t0, t1));
+}
+KINLINE __m128i iq4nl_book(void) {
+    return _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+}
+/* one block per step, 256-bit quads [row q | row q+4] (AVX-512 too: there KX_DOT_U8S8 is
+ * vpdpbusd; a zmm form with two blocks per step measured slower on Zen 4, 19-20 vs 26 GB/s in
+ * L3); pf (the next tile, contiguous rows, or NULL): its pf_total bytes prefetched in whole
+ * lines spread over the blocks (the hardware prefetchers lose the 8 row streams of short rows:
+ * ~7 GB/s from DRAM without) */
 KINLINE void tile_b32(const uint8_t *const *wr, const uint8_t *restrict x, size_t xrb, int64_t n,
-                      const int T, __m256 *out, const int iq, const uint8_t *pf) {
+                      const int T, __m256 *out, const int iq, const uint8_t *pf, size_t pf_total) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), c8 = _mm256_set1_epi8(8);
+    const __m256i book = _mm256_broadcastsi128_si256(iq4nl_book());
     __m256 acc[KMAXT];
     KUNROLL
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     const int64_t nb = n / 32;
+    const size_t pf_step = pf ? ((pf_total + (size_t)nb - 1) / (size_t)nb + 63) & ~(size_t)63 : 0;
     for (int64_t i = 0; i < nb; i++) {
         const size_t off = (size_t)i * 18;
-        KB32_PREFETCH(pf, i);
+        for (size_t j = 0; j < pf_step; j += 64) _mm_prefetch((const char *)pf + (size_t)i * pf_step + j, _MM_HINT_T0);
         const __m256 dwv = h8(wr, off);
-        __m256i P[KMAXT][8];
-        for (int r = 0; r < 8; r++) {
-            const __m256i sv = iq ? dec_iq4_nl(wr[r] + off) : dec_q4_0(wr[r] + off);
-            const __m256i us = _mm256_sign_epi8(sv, sv);
-            KUNROLL
-            for (int t = 0; t < T; t++) {
-                __m256i p = _mm256_setzero_si256();
-                KX_DOT_U8S8(p, us, _mm256_sign_epi8(ld256(x + t * xrb + i * 34 + 2), sv));
-                P[t][r] = p;
+        __m256i lo[4], hi[4]; /* quad q: Q4_0 nibbles u, IQ4_NL code book values v */
+        KUNROLL
+        for (int q = 0; q < 4; q++) {
+            const __m256i v = _mm256_set_m128i(ld128(wr[q + 4] + off + 2), ld128(wr[q] + off + 2));
+            lo[q] = _mm256_and_si256(v, m4);
+            hi[q] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            if (iq) lo[q] = _mm256_shuffle_epi8(book, lo[q]), hi[q] = _mm256_shuffle_epi8(book, hi[q]);
+        }
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            const uint8_t *a = x + t * xrb + i * 34;
+            const __m256i al = _mm256_broadcastsi128_si256(ld128(a + 2)), ah = _mm256_broadcastsi128_si256(ld128(a + 18));
+            __m256i p[4];
+            if (iq) {
+                KUNROLL
+                for (int q = 0; q < 4; q++) {
+                    p[q] = _mm256_setzero_si256();
+                    KX_DOT_U8S8(p[q], _mm256_sign_epi8(lo[q], lo[q]), _mm256_sign_epi8(al, lo[q]));
+                    KX_DOT_U8S8(p[q], _mm256_sign_epi8(hi[q], hi[q]), _mm256_sign_epi8(ah, hi[q]));
+                }
+            } else {
+                __m256i s = _mm256_setzero_si256();
+                KX_DOT_U8S8(s, c8, al);
+                KX_DOT_U8S8(s, c8, ah);
+                const __m256i nv = _mm256_sub_epi32(_mm256_setzero_si256(), s);
+                KUNROLL
+                for (int q = 0; q < 4; q++) {
+                    p[q] = nv;
+                    KX_DOT_U8S8(p[q], lo[q], al);
+                    KX_DOT_U8S8(p[q], hi[q], ah);
+                }
             }
-        }
-        KUNROLL
-        for (int t = 0; t < T; t++) {
-            const __m256 d = _mm256_mul_ps(dwv, _mm256_set1_ps(h2f(x + t * xrb + i * 34)));
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tree8(P[t])), d, acc[t]);
+            const __m256 d = _mm256_mul_ps(dwv, _mm256_set1_ps(h2f(a)));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(red4x4(p[0], p[1], p[2], p[3])), d, acc[t]);
         }
     }
     KUNROLL
     for (int t = 0; t < T; t++) out[t] = acc[t];
 }
-
-#if defined(KX_F512)
-/* tile_b32 with zmm integers: the same per-row exact block sums, the same float steps.
- * Codes as unsigned bytes u (Q4_0: the nibble, IQ4_NL: its table value + 128), so
- * isum = sum u*a - off * sum a with off 8 / 128: the accumulator of each row pair starts at
- * -(off * sum a) (one vpdpbusd per token and block), then one vpdpbusd of two rows' 32
- * codes [row r | row r+1] by the block's 32 activations in both halves. The 8 row sums come
- * out of the 4 vectors by three rounds of even/odd lane adds (vpermt2d). */
-static const int32_t ZB_EVEN[16] = { 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30 };
-static const int32_t ZB_ODD[16] = { 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31 };
-static const uint16_t ZB_SRL[32] = { 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4,
-                                     0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4 };
-KINLINE __m512i zb_pairsum(__m512i a, __m512i b, __m512i ev, __m512i od) { /* lane i: a|b lanes 2i + 2i+1 */
-    return _mm512_add_epi32(_mm512_permutex2var_epi32(a, ev, b), _mm512_permutex2var_epi32(a, od, b));
-}
-/* 32 codes of the blocks at p and q as [p lo | p hi | q lo | q hi] (128-bit lanes) */
-KINLINE __m512i zb_codes(const uint8_t *p, const uint8_t *q, __m512i srl, const int iq) {
-    const __m512i b = _mm512_castsi256_si512(_mm256_set_m128i(ld128(q), ld128(p)));
-    __m512i c = _mm512_and_si512(_mm512_srlv_epi16(_mm512_shuffle_i64x2(b, b, _MM_SHUFFLE(1, 1, 0, 0)), srl), _mm512_set1_epi8(0x0f));
-    if (iq) {
-        const __m128i k = _mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153, (char)166, (char)181,
-                                        (char)197, (char)217, (char)241); /* IQ4_NL values + 128 */
-        c = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(k), c);
-    }
-    return c;
-}
-KINLINE void tile_b32z(const uint8_t *const *wr, const uint8_t *restrict x, size_t xrb, int64_t n,
-                       const int T, __m256 *out, const int iq, const uint8_t *pf) {
-    const __m512i ev = _mm512_loadu_si512(ZB_EVEN), od = _mm512_loadu_si512(ZB_ODD), srl = _mm512_loadu_si512(ZB_SRL);
-    const __m512i offv = _mm512_set1_epi8(iq ? (char)128 : 8);
-    const __m512i fin = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
-    __m256 acc[KMAXT];
-    KUNROLL
-    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
-    const int64_t nb = n / 32;
-    for (int64_t i = 0; i < nb; i++) {
-        const size_t off = (size_t)i * 18;
-        KB32_PREFETCH(pf, i);
-        const __m256 dwv = h8(wr, off);
-        __m512i av[KMAXT], neg[KMAXT];
-        KUNROLL
-        for (int t = 0; t < T; t++) {
-            av[t] = _mm512_broadcast_i64x4(ld256(x + t * xrb + i * 34 + 2));
-            neg[t] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), offv, av[t]));
-        }
-        __m512i P[KMAXT][4];
-        KUNROLL
-        for (int j = 0; j < 4; j++) {
-            const __m512i c = zb_codes(wr[2 * j] + off + 2, wr[2 * j + 1] + off + 2, srl, iq);
-            KUNROLL
-            for (int t = 0; t < T; t++) P[t][j] = _mm512_dpbusd_epi32(neg[t], c, av[t]);
-        }
-        KUNROLL
-        for (int t = 0; t < T; t++) {
-            /* [r0 r1] [r2 r3] [r4 r5] [r6 r7] (8 lanes each) -> 4 lanes per row -> 2 -> 1 */
-            const __m512i s4a = zb_pairsum(P[t][0], P[t][1], ev, od), s4b = zb_pairsum(P[t][2], P[t][3], ev, od);
-            const __m512i s2 = _mm512_permutexvar_epi32(fin, zb_pairsum(s4a, s4b, ev, od)); /* [row sums even | odd halves] */
-            const __m256i rs = _mm256_add_epi32(_mm512_castsi512_si256(s2), _mm512_extracti64x4_epi64(s2, 1));
-            const __m256 d = _mm256_mul_ps(dwv, _mm256_set1_ps(h2f(x + t * xrb + i * 34)));
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(rs), d, acc[t]);
-        }
-    }
-    KUNROLL
-    for (int t = 0; t < T; t++) out[t] = acc[t];
-}
-#define KX_TILE_B32 tile_b32z
-#else
-#define KX_TILE_B32 tile_b32
-#endif
 
 /* minsk[k] lane r = (m_r[2k], m_r[2k+1]) as two i16: a 4x8 transpose of the 8 rows' mins mrow[r] */
 KINLINE void q4k_mins_transpose(const __m128i mrow[8], __m256i minsk[4]) {
@@ -1142,8 +1113,8 @@ KINLINE void tile_iq4_xs(const uint8_t *const *wr, const uint8_t *restrict x, si
         }                                                                                              \
     }
 /* pf_total: the next tile's bytes (8 rows); per-block prefetch step = pf_total / blocks */
-#define CALL_Q4_0(wr, x, xrb, n, T, o, pf, pft)   ((void)(pft), KX_TILE_B32(wr, x, xrb, n, T, o, 0, pf))
-#define CALL_IQ4_NL(wr, x, xrb, n, T, o, pf, pft) ((void)(pft), KX_TILE_B32(wr, x, xrb, n, T, o, 1, pf))
+#define CALL_Q4_0(wr, x, xrb, n, T, o, pf, pft)   tile_b32(wr, x, xrb, n, T, o, 0, pf, pft)
+#define CALL_IQ4_NL(wr, x, xrb, n, T, o, pf, pft) tile_b32(wr, x, xrb, n, T, o, 1, pf, pft)
 #define CALL_Q4_K(wr, x, xrb, n, T, o, pf, pft)   tile_q4_K(wr, x, xrb, n, T, o, 0, pf, (pft) / (size_t)((n) / 256))
 #define CALL_Q4_K_G(wr, x, xrb, n, T, o, pf, pft) tile_q4_K_g(wr, x, xrb, n, T, o, pf, (pft) / (size_t)((n) / 256))
 DEF_MM_TILE(q4_0, CALL_Q4_0)
