@@ -114,7 +114,7 @@ static float rndf(void) { return ((float)(rnd32() & 0xffffff) / 16777216.0f) * 2
 
 /* llama.cpp's q4_K_8x8 layout (repack.h block_q4_Kx8, 1152 bytes): the 8 rows' d, dmin, 96
  * bytes of 6-bit scales/mins regrouped per sub-block, qs interleaved 8 bytes per row */
-static void repack_q4_Kx8(const uint8_t *const *in, uint8_t *out) {
+static void repack_q4_Kx8(const uint8_t *const in[8], uint8_t *out) {
     for (int i = 0; i < 8; i++) { memcpy(out + 2 * i, in[i], 2); memcpy(out + 16 + 2 * i, in[i] + 2, 2); }
     uint8_t *sc = out + 32, *qs = out + 128;
     for (int i = 0; i < 128; i++) memcpy(qs + 8 * i, in[i % 8] + 16 + (i / 8) * 8, 8);
@@ -138,49 +138,6 @@ static void repack_q4_Kx8(const uint8_t *const *in, uint8_t *out) {
         }
 }
 
-typedef void (*gemx_fn)(int n, float *s, size_t bs, const void *vx, const void *vy, int nr, int nc);
-
-/* Q4_K: 8 rows x 4 tokens through ggml's own repacked gemm (and each token through gemv),
- * against our matmul_grp / matmul. Returns mismatching outputs. */
-static int check_q4_K_repacked(void *h, const g4_kern *k, int64_t n, int *n_out) {
-    gemx_fn gemm, gemv;
-    quant_fn qmat, qrow;
-    SYM(h, "ggml_gemm_q4_K_8x8_q8_K", gemm);
-    SYM(h, "ggml_gemv_q4_K_8x8_q8_K", gemv);
-    SYM(h, "ggml_quantize_mat_q8_K_4x8", qmat);
-    SYM(h, "quantize_row_q8_K", qrow);
-    if (!gemm || !gemv || !qmat || !qrow) return -1;
-    const int64_t nb = n / 256;
-    const size_t wrb = quant_row_bytes(G4_TYPE_Q4_K, n), xrb = kern_act_row_bytes(G4_TYPE_Q8_K, n);
-    float *wf = malloc((size_t)n * 4), *x = malloc((size_t)n * 16);
-    uint8_t *w = malloc(wrb * 8), *rp = malloc((size_t)nb * 1152), *xq = malloc(xrb * 4), *xm = malloc((size_t)nb * 1168 * 2);
-    for (int r = 0; r < 8; r++) {
-        for (int64_t i = 0; i < n; i++) wf[i] = rndf();
-        quant_quantize_row(G4_TYPE_Q4_K, wf, w + (size_t)r * wrb, n);
-    }
-    for (int64_t i = 0; i < 4 * n; i++) x[i] = rndf() * (1 + (i % 7 == 0) * 8);
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *in[8];
-        for (int r = 0; r < 8; r++) in[r] = w + (size_t)r * wrb + (size_t)b * 144;
-        repack_q4_Kx8(in, rp + (size_t)b * 1152);
-    }
-    for (int t = 0; t < 4; t++) qrow(x + (size_t)t * n, xq + (size_t)t * xrb, n);
-    qmat(x, xm, n);
-    float yg[32], yv[32], o1[32], o2[32];
-    gemm((int)n, yg, 8, rp, xm, 4, 8);
-    for (int t = 0; t < 4; t++) gemv((int)n, yv + 8 * t, 8, rp, xq + (size_t)t * xrb, 1, 8);
-    k->matmul[G4_TYPE_Q4_K](o1, 8, w, wrb, xq, xrb, n, 0, 8, 4);
-    (k->matmul_grp[G4_TYPE_Q4_K] ? k->matmul_grp[G4_TYPE_Q4_K] : k->matmul[G4_TYPE_Q4_K])(o2, 8, w, wrb, xq, xrb, n, 0, 8, 4);
-    int bad = 0;
-    for (int i = 0; i < 32; i++) bad += memcmp(&yv[i], &o1[i], 4) != 0;
-    int badg = 0;
-    for (int i = 0; i < 32; i++) badg += memcmp(&yg[i], &o2[i], 4) != 0;
-    if (getenv("G4_GK_VERBOSE")) printf("n=%lld gemv mismatches %d, gemm mismatches %d (gemm vs gemv differ %d)\n", (long long)n, bad, badg, memcmp(yg, yv, sizeof yg) != 0);
-    *n_out = 64;
-    free(wf); free(x); free(w); free(rp); free(xq); free(xm);
-    return bad + badg;
-}
-
 /* block_q2_Kx8 (repack.h, make_block_q2_Kx8): d[8], dmin[8] (f16), scales[128] (scale/min
  * bytes of sub-blocks 2i, 2i+1 of the 8 rows in turn), qs[512] (8-byte chunks of the rows in
  * turn); in[r] = row r's block_q2_K (scales 0, qs 16, d 80, dmin 82) */
@@ -190,44 +147,75 @@ static void repack_q2_Kx8(const uint8_t *const in[8], uint8_t *out) {
     for (int i = 0; i < 64; i++) memcpy(out + 160 + 8 * i, in[i % 8] + 16 + (i / 8) * 8, 8);
 }
 
-/* Q2_K where the table repacks it (llama.cpp's AVX-512 builds): nr rows (8: the gemm's ymm
- * loop, 16: its zmm loop) x 4 tokens through ggml's repacked gemm, each token through its
- * gemv, against matmul_grp / matmul. Returns mismatching outputs, -1 without the symbols. */
-static int check_q2_K_repacked(void *h, const g4_kern *k, int64_t n, int nr, int *n_out) {
+typedef void (*gemx_fn)(int n, float *s, size_t bs, const void *vx, const void *vy, int nr, int nc);
+
+/* A type llama.cpp's x86 builds repack into 8-row blocks, with its exported kernels */
+typedef struct rep_type {
+    uint32_t type;
+    const char *gemm, *gemv;     /* ggml's 4-token gemm and one-token gemv on the repacked rows */
+    size_t blk, rp_blk;          /* bytes of one block, of 8 rows' blocks repacked */
+    void (*repack)(const uint8_t *const in[8], uint8_t *out);
+} rep_type;
+static const rep_type REP_Q4_K = { G4_TYPE_Q4_K, "ggml_gemm_q4_K_8x8_q8_K", "ggml_gemv_q4_K_8x8_q8_K", 144, 1152, repack_q4_Kx8 };
+static const rep_type REP_Q2_K = { G4_TYPE_Q2_K, "ggml_gemm_q2_K_8x8_q8_K", "ggml_gemv_q2_K_8x8_q8_K", 84, 672, repack_q2_Kx8 };
+
+/* nr rows (8, or 16 for the zmm loop of Q2_K's AVX-512 gemm) x 4 tokens of type rt through
+ * ggml's own repacked gemm, each token through its gemv, against our matmul_grp (matmul where
+ * the table has none) / matmul. Returns mismatching outputs, -1 without the symbols. */
+static int check_repacked(void *h, const g4_kern *k, const rep_type *rt, int64_t n, int nr, int *n_out) {
     gemx_fn gemm, gemv;
     quant_fn qmat, qrow;
-    SYM(h, "ggml_gemm_q2_K_8x8_q8_K", gemm);
-    SYM(h, "ggml_gemv_q2_K_8x8_q8_K", gemv);
+    SYM(h, rt->gemm, gemm);
+    SYM(h, rt->gemv, gemv);
     SYM(h, "ggml_quantize_mat_q8_K_4x8", qmat);
     SYM(h, "quantize_row_q8_K", qrow);
     if (!gemm || !gemv || !qmat || !qrow) return -1;
     const int64_t nb = n / 256;
-    const size_t wrb = quant_row_bytes(G4_TYPE_Q2_K, n), xrb = kern_act_row_bytes(G4_TYPE_Q8_K, n);
+    const size_t wrb = quant_row_bytes(rt->type, n), xrb = kern_act_row_bytes(G4_TYPE_Q8_K, n);
     float *wf = malloc((size_t)n * 4), *x = malloc((size_t)n * 16);
-    uint8_t *w = malloc(wrb * 16), *rp = malloc((size_t)nb * 672 * 2), *xq = malloc(xrb * 4), *xm = malloc((size_t)nb * 1168 * 2);
+    uint8_t *w = malloc(wrb * (size_t)nr), *rp = malloc((size_t)nb * rt->rp_blk * (size_t)(nr / 8)), *xq = malloc(xrb * 4),
+            *xm = malloc((size_t)nb * 1168 * 2);
     for (int r = 0; r < nr; r++) {
         for (int64_t i = 0; i < n; i++) wf[i] = rndf();
-        quant_quantize_row(G4_TYPE_Q2_K, wf, w + (size_t)r * wrb, n);
+        quant_quantize_row(rt->type, wf, w + (size_t)r * wrb, n);
     }
     for (int64_t i = 0; i < 4 * n; i++) x[i] = rndf() * (1 + (i % 7 == 0) * 8);
     for (int g = 0; g < nr / 8; g++)
         for (int64_t b = 0; b < nb; b++) {
             const uint8_t *in[8];
-            for (int r = 0; r < 8; r++) in[r] = w + (size_t)(8 * g + r) * wrb + (size_t)b * 84;
-            repack_q2_Kx8(in, rp + ((size_t)g * (size_t)nb + (size_t)b) * 672);
+            for (int r = 0; r < 8; r++) in[r] = w + (size_t)(8 * g + r) * wrb + (size_t)b * rt->blk;
+            rt->repack(in, rp + ((size_t)g * (size_t)nb + (size_t)b) * rt->rp_blk);
         }
     for (int t = 0; t < 4; t++) qrow(x + (size_t)t * n, xq + (size_t)t * xrb, n);
     qmat(x, xm, n);
     float yg[64], yv[64], o1[64], o2[64];
     gemm((int)n, yg, (size_t)nr, rp, xm, 4, nr);
     for (int t = 0; t < 4; t++) gemv((int)n, yv + nr * t, (size_t)nr, rp, xq + (size_t)t * xrb, 1, nr);
-    k->matmul[G4_TYPE_Q2_K](o1, (size_t)nr, w, wrb, xq, xrb, n, 0, nr, 4);
-    k->matmul_grp[G4_TYPE_Q2_K](o2, (size_t)nr, w, wrb, xq, xrb, n, 0, nr, 4);
-    int bad = 0;
-    for (int i = 0; i < 4 * nr; i++) bad += (memcmp(&yv[i], &o1[i], 4) != 0) + (memcmp(&yg[i], &o2[i], 4) != 0);
+    k->matmul[rt->type](o1, (size_t)nr, w, wrb, xq, xrb, n, 0, nr, 4);
+    (k->matmul_grp[rt->type] ? k->matmul_grp[rt->type] : k->matmul[rt->type])(o2, (size_t)nr, w, wrb, xq, xrb, n, 0, nr, 4);
+    int bad = 0, badg = 0;
+    for (int i = 0; i < 4 * nr; i++) bad += memcmp(&yv[i], &o1[i], 4) != 0, badg += memcmp(&yg[i], &o2[i], 4) != 0;
+    if (getenv("G4_GK_VERBOSE"))
+        printf("%s n=%lld rows %d: gemv mismatches %d, gemm mismatches %d (gemm vs gemv differ %d)\n", quant_traits(rt->type)->name,
+               (long long)n, nr, bad, badg, memcmp(yg, yv, (size_t)(4 * nr) * sizeof(float)) != 0);
     *n_out = 8 * nr;
     free(wf); free(x); free(w); free(rp); free(xq); free(xm);
-    return bad;
+    return bad + badg;
+}
+
+/* check_repacked over row lengths of 1 .. 48 super-blocks and 8 .. nr_max rows; one "label: N of M
+ * outputs differ" line, counted in pass / fail */
+static void run_repacked(void *h, const g4_kern *k, const rep_type *rt, int nr_max, const char *label, int *pass, int *fail) {
+    int bad = 0, tot = 0, no = 0;
+    for (int nbk = 1; nbk <= 48 && bad >= 0; nbk += (nbk < 8 ? 1 : 5))
+        for (int nr = 8; nr <= nr_max && bad >= 0; nr += 8) {
+            const int r = check_repacked(h, k, rt, (int64_t)nbk * 256, nr, &no);
+            if (r < 0) { bad = -1; break; }
+            bad += r; tot += no;
+        }
+    if (bad < 0) { printf("%s repacked: ggml's gemm/gemv not found, skipped\n", quant_traits(rt->type)->name); return; }
+    printf("%s: %d of %d outputs differ\n", label, bad, tot);
+    if (bad) ++*fail; else ++*pass;
 }
 
 /* ---- llama.cpp's arm64 kernels' float order (armv8.2 dotprod build: vec_dot of
@@ -738,33 +726,9 @@ int main(int argc, char **argv) {
             printf("check %s dequant %d act %d dot %d of %d worst %.2e emu %d\n", tr->name, bad_dq, bad_q, bad_d, n_case, worst, bad_emu);
         if (bad_q || bad_dq || (bad_d && !info)) fail++; else pass++;
     }
-    if (X86_REPACK && k->matmul_grp[G4_TYPE_Q2_K] && wanted("q2_K")) {
-        int bad = 0, tot = 0, no = 0;
-        for (int nbk = 1; nbk <= 48 && bad >= 0; nbk += (nbk < 8 ? 1 : 5))
-            for (int nr = 8; nr <= 16 && bad >= 0; nr += 8) {
-                const int r = check_q2_K_repacked(h, k, (int64_t)nbk * 256, nr, &no);
-                if (r < 0) { bad = -1; break; }
-                bad += r; tot += no;
-            }
-        if (bad < 0) printf("q2_K repacked: ggml's gemm/gemv not found, skipped\n");
-        else {
-            printf("q2_K repacked gemv/gemm (ggml's own kernels, 8 and 16 rows): %d of %d outputs differ\n", bad, tot);
-            if (bad) fail++; else pass++;
-        }
-    }
-    if (X86_REPACK) {
-        int bad = 0, tot = 0, no = 0;
-        for (int nbk = 1; nbk <= 48 && bad >= 0; nbk += (nbk < 8 ? 1 : 5)) {
-            const int r = check_q4_K_repacked(h, k, (int64_t)nbk * 256, &no);
-            if (r < 0) { bad = -1; break; }
-            bad += r; tot += no;
-        }
-        if (bad < 0) printf("q4_K repacked: ggml's gemm/gemv not found, skipped\n");
-        else {
-            printf("q4_K repacked gemv/gemm (ggml's own kernels): %d of %d outputs differ\n", bad, tot);
-            if (bad) fail++; else pass++;
-        }
-    }
+    if (X86_REPACK && k->matmul_grp[G4_TYPE_Q2_K] && wanted("q2_K"))
+        run_repacked(h, k, &REP_Q2_K, 16, "q2_K repacked gemv/gemm (ggml's own kernels, 8 and 16 rows)", &pass, &fail);
+    if (X86_REPACK) run_repacked(h, k, &REP_Q4_K, 8, "q4_K repacked gemv/gemm (ggml's own kernels)", &pass, &fail);
     if (X86_REPACK) {
         gk_graph_api g;
         if (!graph_api_load(&g, hb, h)) printf("float weights: ggml's backend API not found, skipped\n");
