@@ -1,6 +1,7 @@
 /* kern_avx512.c - AVX-512 (F/BW/VL/DQ + VNNI) kernel table (x86-64 builds; chosen at run time
  * only when CPUID reports every one of these and XGETBV shows the OS saves zmm state). The
- * only file built with -mavx512*.
+ * only file built with -mavx512* (-mavx512bf16 too: its instructions run only in the BF16
+ * kernels of the table kern_table_avx512 returns on CPUs with AVX512_BF16).
  *
  * It follows llama.cpp's AVX-512 CPU libraries (zen4 on a Zen 4, skylakex ... sapphirerapids
  * elsewhere), which differ from its haswell library where their code differs:
@@ -8,8 +9,10 @@
  *   compile ggml's AVX2 vec_dot and repacked kernels for them: checked against zen4 by
  *   g4-ggml-kern), with VNNI's vpdpbusd for the exact u8 x s8 dots;
  * - F32 and F16: ggml_vec_dot in 4 x 16 lanes and tinyBLAS in 16 lanes (KX_F512);
- * - the softmax: the AVX-512 ggml_v_expf (vscalefps) over 16-cell blocks.
- * Not followed yet: BF16 (zen4 multiplies it with vdpbf16ps; the AVX2 bodies run here).
+ * - the softmax: the AVX-512 ggml_v_expf (vscalefps) over 16-cell blocks;
+ * - Q2_K: the order of llama.cpp's AVX-512-only q2_K_8x8 repack;
+ * - BF16: vdpbf16ps on CPUs with AVX512_BF16 (zen4, cooperlake, sapphirerapids). Not followed
+ *   yet: the AVX512F BF16 order of skylakex / icelake (CPUs without it run the AVX2 bodies).
  * Bodies, contract and accuracy: kern_x86_tmpl.h (shared with kern_avx2.c).
  *
  * Test-only: -DG4_SIMDE_AVX512 builds this file against SIMDe's portable AVX-512 (package

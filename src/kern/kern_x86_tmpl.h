@@ -7,8 +7,8 @@
  *   KX_DOT_U8S8(acc, u, s)   acc (8 x i32) += sum of 4 adjacent u8*s8 products, exact
  *                            (AVX2: vpmaddubsw + vpmaddwd + vpaddd, exact for |u| <= 128;
  *                             AVX-512 VNNI: vpdpbusd ymm)
- *   KX_F512                  (kern_avx512.c) F32/F16 dots and the softmax in the AVX-512
- *                            build's orders (16 lanes)
+ *   KX_F512                  (kern_avx512.c) F32/F16 dots, the softmax, Q2_K and (with
+ *                            __AVX512BF16__) BF16 in the AVX-512 builds' orders
  *   KX_PF_DIST               optional weight prefetch distance for the K-quant kernels
  * so both tables run the same algorithms, with the same functions in the same order.
  *
@@ -31,11 +31,6 @@
 #include "quant/quant_ref.h"
 
 #define KMAXT 4   /* tokens per weight-row pass */
-#if defined(KX_F512)
-#define KX_TAIL_W 16 /* the f32 lanes of the llama.cpp build followed (tail_f32) */
-#else
-#define KX_TAIL_W 8
-#endif
 #define KINLINE static inline __attribute__((always_inline))
 /* full unrolling keeps per-token accumulator arrays in registers (GCC 12 spills them otherwise) */
 #define KUNROLL _Pragma("GCC unroll 8")
@@ -101,13 +96,40 @@ KINLINE float red4_shuf(__m128 t0) {
     return _mm_cvtss_f32(_mm_add_ss(t1, _mm_movehdup_ps(t1)));
 }
 
-/* Two float orders, as llama.cpp's AVX2 build multiplies F32/F16/BF16 weights:
- *  dot_<t>    (one activation column: ggml_vec_dot_f32 / _f16 / _bf16): 4 x 8 FMA lanes over
- *             steps of 32 (the bf16 one's mul + add contracted to FMA by GCC in llama.cpp's
- *             build), reduced (s0+s2, s1+s3, then s0+s1, low+high 128, then RED4); the n % 32
- *             tail added one product at a time (F32 in f32, F16/BF16 in double, as ggml);
- *  dot_<t>_tb (two or more columns: llamafile's tinyBLAS): one 8-lane FMA chain over k, then
- *             hsum_ps; tinyBLAS needs k % 8 == 0, else llama.cpp falls back to the first. */
+/* W-lane f32 vectors (W = 8: ymm, 16: zmm), for the float dots of both widths */
+#define KV_T_8 __m256
+#define KV_T_16 __m512
+#define KV_ZERO_8 _mm256_setzero_ps
+#define KV_ZERO_16 _mm512_setzero_ps
+#define KV_FMA_8 _mm256_fmadd_ps
+#define KV_FMA_16 _mm512_fmadd_ps
+#define KV_ADD_8 _mm256_add_ps
+#define KV_ADD_16 _mm512_add_ps
+#define KV_LDF_8 _mm256_loadu_ps
+#define KV_LDF_16 _mm512_loadu_ps
+#define KV_FOLD_8 fold8
+#define KV_FOLD_16 fold16
+KINLINE __m128 fold8(__m256 v) { return _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); }
+#if defined(KX_F512)
+KINLINE __m128 fold16(__m512 v) { /* lo256 + hi256, then lo128 + hi128 */
+    return fold8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+}
+/* _mm512_reduce_add_ps as GCC builds it: ((l0 + l2) + (l1 + l3)) of fold16 */
+KINLINE float zred16(__m512 v) { return red4_shuf(fold16(v)); }
+KINLINE __m512 ldz_f32(const uint8_t *p) { return _mm512_loadu_ps((const float *)(const void *)p); }
+KINLINE __m512 ldz_f16(const uint8_t *p) { return _mm512_cvtph_ps(ld256(p)); }
+#endif
+
+/* Two float orders, as llama.cpp's builds multiply F32/F16/BF16 weights, in W lanes (AVX2: 8;
+ * the AVX-512 builds: 16 for F32/F16, 8 for BF16 without vdpbf16ps, as their AVX2 code):
+ *  dot_<t>    (one activation column: ggml_vec_dot_f32 / _f16 / _bf16): 4 x W FMA lanes over
+ *             steps of 4W (the bf16 one's mul + add contracted to FMA by GCC in llama.cpp's
+ *             build), reduced (s0+s2, s1+s3, then s0+s1, folded to 4 lanes, then RED4: AVX2
+ *             f32/f16 two hadds, bf16 and the AVX-512 _mm512_reduce_add_ps red4_shuf); the
+ *             tail as KX_TAIL;
+ *  dot_<t>_tb (two or more columns: llamafile's tinyBLAS): one W-lane FMA chain over k, then
+ *             red4_shuf of the fold (hsum); tinyBLAS needs k % W == 0, else llama.cpp falls back
+ *             to the first. */
 /* The n % STEP tail of one dot, as GCC 11 vectorized ggml's `sumf += x[i]*y[i]` loop in
  * llama.cpp's builds: f32 (vec_dot_f32): W-lane blocks while W remain, one W/2 block if W/2
  * remain (products rounded, then added one at a time in order), the last < W/2 by scalar
@@ -123,108 +145,60 @@ KINLINE float tail_f32(float sf, const uint8_t *restrict w, const uint8_t *restr
     return sf;
 }
 /* the tail of dot_<t>: f32 (TAILT float) by tail_f32, f16 / bf16 (double) product by product */
-#define KX_TAIL(TAILT, sf, TOF, esz, w, xt, np, n)                                                  \
+#define KX_TAIL(TAILT, sf, TOF, esz, w, xt, np, n, W)                                               \
     do {                                                                                            \
-        if (esz == 4) { sf = (TAILT)tail_f32((float)sf, w, xt, np, n, KX_TAIL_W); break; }          \
+        if (esz == 4) { sf = (TAILT)tail_f32((float)sf, w, xt, np, n, W); break; }                  \
         for (int64_t i_ = np; i_ < n; i_++) {                                                       \
             const float pr = TOF(w + i_ * esz) * TOF(xt + i_ * esz);                                \
             sf = sf + (TAILT)pr;                                                                    \
         }                                                                                           \
     } while (0)
-#define DEF_DOT_FLOAT(tname, esz, LD, TOF, TAILT, RED4)                                             \
+#define DEF_DOT_FLOAT(tname, esz, LD, TOF, TAILT, RED4, W)                                          \
     KINLINE void dot_##tname(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,      \
                              int64_t n, const int T, float *restrict out) {                          \
         KUNROLL                                                                                       \
         for (int t = 0; t < T; t++) {                                                                 \
             const uint8_t *xt = x + t * xrb;                                                          \
-            __m256 s4[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() }; \
-            const int64_t np = n & ~(int64_t)31;                                                      \
-            for (int64_t i = 0; i < np; i += 32) {                                                    \
+            KV_T_##W s4[4] = { KV_ZERO_##W(), KV_ZERO_##W(), KV_ZERO_##W(), KV_ZERO_##W() };          \
+            const int64_t np = n & ~(int64_t)(4 * W - 1);                                             \
+            for (int64_t i = 0; i < np; i += 4 * W) {                                                 \
                 KUNROLL                                                                               \
                 for (int j = 0; j < 4; j++)                                                           \
-                    s4[j] = _mm256_fmadd_ps(LD(w + (i + 8 * j) * esz), LD(xt + (i + 8 * j) * esz), s4[j]); \
+                    s4[j] = KV_FMA_##W(LD(w + (i + W * j) * esz), LD(xt + (i + W * j) * esz), s4[j]);   \
             }                                                                                         \
-            s4[0] = _mm256_add_ps(s4[0], s4[2]);                                                      \
-            s4[1] = _mm256_add_ps(s4[1], s4[3]);                                                      \
-            s4[0] = _mm256_add_ps(s4[0], s4[1]);                                                      \
-            const __m128 t0 = _mm_add_ps(_mm256_castps256_ps128(s4[0]), _mm256_extractf128_ps(s4[0], 1)); \
-            TAILT sf = (TAILT)RED4(t0);                                                               \
-            KX_TAIL(TAILT, sf, TOF, esz, w, xt, np, n);                                               \
+            s4[0] = KV_ADD_##W(s4[0], s4[2]);                                                         \
+            s4[1] = KV_ADD_##W(s4[1], s4[3]);                                                         \
+            TAILT sf = (TAILT)RED4(KV_FOLD_##W(KV_ADD_##W(s4[0], s4[1])));                            \
+            KX_TAIL(TAILT, sf, TOF, esz, w, xt, np, n, W);                                            \
             out[t] = (float)sf;                                                                       \
         }                                                                                             \
     }                                                                                                 \
     KINLINE void dot_##tname##_tb(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,  \
                                   int64_t n, const int T, float *restrict out) {                     \
-        if (n % 8) { dot_##tname(w, x, xrb, n, T, out); return; }                                     \
-        __m256 acc[KMAXT];                                                                           \
+        if (n % W) { dot_##tname(w, x, xrb, n, T, out); return; }                                     \
+        KV_T_##W acc[KMAXT];                                                                         \
         KUNROLL                                                                                       \
-        for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();                                    \
-        for (int64_t i = 0; i < n; i += 8) {                                                          \
-            const __m256 w0 = LD(w + i * esz);                                                        \
+        for (int t = 0; t < T; t++) acc[t] = KV_ZERO_##W();                                          \
+        for (int64_t i = 0; i < n; i += W) {                                                          \
+            const KV_T_##W w0 = LD(w + i * esz);                                                      \
             KUNROLL                                                                                   \
-            for (int t = 0; t < T; t++) acc[t] = _mm256_fmadd_ps(w0, LD(x + t * xrb + i * esz), acc[t]); \
+            for (int t = 0; t < T; t++) acc[t] = KV_FMA_##W(w0, LD(x + t * xrb + i * esz), acc[t]);  \
         }                                                                                             \
         KUNROLL                                                                                       \
-        for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);                                        \
+        for (int t = 0; t < T; t++) out[t] = red4_shuf(KV_FOLD_##W(acc[t]));                         \
     }
 KINLINE float tof_f32(const uint8_t *p) { return rdf(p); }
 KINLINE float tof_f16(const uint8_t *p) { return h2f(p); }
 KINLINE float tof_bf16(const uint8_t *p) { return g4_bf16_to_f32(quant_rd16(p)); }
 #if defined(KX_F512)
-/* llama.cpp's AVX-512 builds (skylakex ... zen4): ggml_vec_dot_f32 / _f16 in 4 x 16 lanes over
- * steps of 64 (GGML_F32_STEP), reduced s0+s2, s1+s3, s0+s1, then _mm512_reduce_add_ps as GCC
- * builds it (zred16), the n % 64 tail one product at a time as above; tinyBLAS<16, __m512>
- * one 16-lane FMA chain over k (k % 16 == 0, else vec_dot), then zred16. BF16 is not followed
- * yet (zen4's vec_dot and tinyBLAS use vdpbf16ps): the AVX2 bodies below. */
-KINLINE float zred16(__m512 v) { /* ((l0 + l2) + (l1 + l3)) of (lo128 + hi128) of (lo256 + hi256) */
-    const __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-    const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    const __m128 c = _mm_add_ps(b, _mm_shuffle_ps(b, b, _MM_SHUFFLE(1, 0, 3, 2)));
-    return _mm_cvtss_f32(_mm_add_ss(c, _mm_movehdup_ps(c)));
-}
-KINLINE __m512 ldz_f32(const uint8_t *p) { return _mm512_loadu_ps((const float *)(const void *)p); }
-KINLINE __m512 ldz_f16(const uint8_t *p) { return _mm512_cvtph_ps(ld256(p)); }
-#define DEF_DOT_FLOAT16(tname, esz, LD, TOF, TAILT)                                                 \
-    KINLINE void dot_##tname(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,      \
-                             int64_t n, const int T, float *restrict out) {                          \
-        KUNROLL                                                                                       \
-        for (int t = 0; t < T; t++) {                                                                 \
-            const uint8_t *xt = x + t * xrb;                                                          \
-            __m512 s4[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() }; \
-            const int64_t np = n & ~(int64_t)63;                                                      \
-            for (int64_t i = 0; i < np; i += 64) {                                                    \
-                KUNROLL                                                                               \
-                for (int j = 0; j < 4; j++)                                                           \
-                    s4[j] = _mm512_fmadd_ps(LD(w + (i + 16 * j) * esz), LD(xt + (i + 16 * j) * esz), s4[j]); \
-            }                                                                                         \
-            s4[0] = _mm512_add_ps(s4[0], s4[2]);                                                      \
-            s4[1] = _mm512_add_ps(s4[1], s4[3]);                                                      \
-            TAILT sf = (TAILT)zred16(_mm512_add_ps(s4[0], s4[1]));                                    \
-            KX_TAIL(TAILT, sf, TOF, esz, w, xt, np, n);                                               \
-            out[t] = (float)sf;                                                                       \
-        }                                                                                             \
-    }                                                                                                 \
-    KINLINE void dot_##tname##_tb(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,  \
-                                  int64_t n, const int T, float *restrict out) {                     \
-        if (n % 16) { dot_##tname(w, x, xrb, n, T, out); return; }                                    \
-        __m512 acc[KMAXT];                                                                           \
-        KUNROLL                                                                                       \
-        for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();                                    \
-        for (int64_t i = 0; i < n; i += 16) {                                                         \
-            const __m512 w0 = LD(w + i * esz);                                                        \
-            KUNROLL                                                                                   \
-            for (int t = 0; t < T; t++) acc[t] = _mm512_fmadd_ps(w0, LD(x + t * xrb + i * esz), acc[t]); \
-        }                                                                                             \
-        KUNROLL                                                                                       \
-        for (int t = 0; t < T; t++) out[t] = zred16(acc[t]);                                         \
-    }
-DEF_DOT_FLOAT16(f32, 4, ldz_f32, tof_f32, float)
-DEF_DOT_FLOAT16(f16, 2, ldz_f16, tof_f16, double)
+DEF_DOT_FLOAT(f32, 4, ldz_f32, tof_f32, float, red4_shuf, 16)
+DEF_DOT_FLOAT(f16, 2, ldz_f16, tof_f16, double, red4_shuf, 16)
 #else
-DEF_DOT_FLOAT(f32, 4, ld_f32, tof_f32, float, red4_hadd)
-DEF_DOT_FLOAT(f16, 2, ld_f16, tof_f16, double, red4_hadd)
+DEF_DOT_FLOAT(f32, 4, ld_f32, tof_f32, float, red4_hadd, 8)
+DEF_DOT_FLOAT(f16, 2, ld_f16, tof_f16, double, red4_hadd, 8)
 #endif
-DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16, double, red4_shuf)
+/* BF16 in 8 lanes on both tables; the AVX-512 table's CPUs with AVX512_BF16 use dot_bf16z */
+DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16, double, red4_shuf, 8)
 #if defined(KX_F512) && defined(__AVX512BF16__)
 /* BF16 as llama.cpp's AVX512_BF16 builds (zen4, cooperlake, sapphirerapids) multiply it, with
  * vdpbf16ps (pairs of bf16 products into f32 lanes, the CPU's own rounding):
@@ -1284,112 +1258,64 @@ DEF_MM(bf16z_tb)
  * vector is converted once for T columns (4 in vec_dot's 4 x 8 lanes: 16 accumulators, one
  * spilled, measured faster than 3 on Zen 1; 8 in tinyBLAS's one chain), the columns are
  * loaded as they are. */
+/* Both widths: W-lane vectors as dot_f16 / dot_f16_tb (W = 16 on the AVX-512 table). */
 #if defined(KX_F512)
-/* The AVX-512 build's orders (dot_f16 / dot_f16_tb above): 4 x 16 lanes over steps of 64, or
- * one 16-lane chain; each weight vector converted once for the T columns. */
-#define KX_F16X_STEP 64 /* vec_dot_f16's step: dotx8_f16 takes rows of whole steps */
-#define KX_TB_K 16      /* tinyBLAS's k multiple */
-KINLINE void dotx_f16(const uint8_t *restrict w, const float *restrict x, size_t xs, int64_t n, const int T,
-                      float *restrict out) {
-    __m512 s4[4][4];
-    KUNROLL
-    for (int t = 0; t < T; t++)
-        KUNROLL
-        for (int j = 0; j < 4; j++) s4[t][j] = _mm512_setzero_ps();
-    const int64_t np = n & ~(int64_t)63;
-    for (int64_t i = 0; i < np; i += 64) {
-        KUNROLL
-        for (int j = 0; j < 4; j++) {
-            const __m512 wv = ldz_f16(w + (i + 16 * j) * 2);
-            KUNROLL
-            for (int t = 0; t < T; t++) s4[t][j] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + (size_t)t * xs + i + 16 * j), s4[t][j]);
-        }
-    }
-    KUNROLL
-    for (int t = 0; t < T; t++) {
-        double sf = (double)zred16(_mm512_add_ps(_mm512_add_ps(s4[t][0], s4[t][2]), _mm512_add_ps(s4[t][1], s4[t][3])));
-        for (int64_t i = np; i < n; i++) sf = sf + (double)(h2f(w + i * 2) * x[(size_t)t * xs + i]);
-        out[t] = (float)sf;
-    }
-}
-#define DOTX8_MAX 512
-KINLINE void dotx8_f16(const uint8_t *restrict w, const float *restrict x, size_t xs, int64_t n, const int T,
-                       float *restrict out) {
-    __m512 s4[8][4];
-#pragma GCC unroll 1
-    for (int j = 0; j < 4; j++) {
-        __m512 a[8];
-        KUNROLL
-        for (int t = 0; t < T; t++) a[t] = _mm512_setzero_ps();
-        for (int64_t i = 16 * j; i < n; i += 64) {
-            const __m512 v = ldz_f16(w + i * 2);
-            KUNROLL
-            for (int t = 0; t < T; t++) a[t] = _mm512_fmadd_ps(v, _mm512_loadu_ps(x + (size_t)t * xs + i), a[t]);
-        }
-        KUNROLL
-        for (int t = 0; t < T; t++) s4[t][j] = a[t];
-    }
-    KUNROLL
-    for (int t = 0; t < T; t++)
-        out[t] = (float)(double)zred16(_mm512_add_ps(_mm512_add_ps(s4[t][0], s4[t][2]), _mm512_add_ps(s4[t][1], s4[t][3])));
-}
-KINLINE void dotx_f16_tb(const uint8_t *restrict w, const float *restrict x, size_t xs, int64_t n, const int T,
-                         float *restrict out) {
-    __m512 acc[8];
-    KUNROLL
-    for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < n; i += 16) {
-        const __m512 wv = ldz_f16(w + i * 2);
-        KUNROLL
-        for (int t = 0; t < T; t++) acc[t] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + (size_t)t * xs + i), acc[t]);
-    }
-    KUNROLL
-    for (int t = 0; t < T; t++) out[t] = zred16(acc[t]);
-}
+#define KX_FW 16
+#define KX_RED4F red4_shuf
+#define KX_LDH ldz_f16
 #else
-#define KX_F16X_STEP 32
-#define KX_TB_K 8
-/* vec_dot_f16's four 8-lane accumulators of one dot folded to 4 lanes ((s0 + s2) + (s1 + s3),
- * then the two halves), and red4_hadd of 4 such dots at once (lane t = dot t) */
-KINLINE __m128 fold4_f16(const __m256 s[4]) {
-    const __m256 a = _mm256_add_ps(_mm256_add_ps(s[0], s[2]), _mm256_add_ps(s[1], s[3]));
-    return _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+#define KX_FW 8
+#define KX_RED4F red4_hadd
+#define KX_LDH ld_f16
+#endif
+#define KX_F16X_STEP (4 * KX_FW) /* vec_dot_f16's step: dotx8_f16 takes rows of whole steps */
+#define KX_TB_K KX_FW            /* tinyBLAS's k multiple */
+#define KXV_T KV_T_W(KX_FW)
+#define KV_T_W(W) KV_T_W_(W)
+#define KV_T_W_(W) KV_T_##W
+#define KXV(op) KXV_(op, KX_FW)
+#define KXV_(op, W) KXV__(op, W)
+#define KXV__(op, W) KV_##op##_##W
+/* vec_dot_f16's four accumulators of one dot folded to 4 lanes ((s0 + s2) + (s1 + s3), then
+ * the halves), and red4_hadd of 4 such dots at once (lane t = dot t: the AVX2 table's order) */
+KINLINE __m128 fold4_f16(const KXV_T s[4]) {
+    return KXV(FOLD)(KXV(ADD)(KXV(ADD)(s[0], s[2]), KXV(ADD)(s[1], s[3])));
 }
 KINLINE void store4_hadd(float *out, const __m128 h[4]) {
     _mm_storeu_ps(out, _mm_hadd_ps(_mm_hadd_ps(h[0], h[1]), _mm_hadd_ps(h[2], h[3])));
 }
 KINLINE void dotx_f16(const uint8_t *restrict w, const float *restrict x, size_t xs, int64_t n, const int T,
                       float *restrict out) {
-    __m256 s4[4][4];
+    KXV_T s4[4][4];
     KUNROLL
     for (int t = 0; t < T; t++)
         KUNROLL
-        for (int j = 0; j < 4; j++) s4[t][j] = _mm256_setzero_ps();
-    const int64_t np = n & ~(int64_t)31;
-    for (int64_t i = 0; i < np; i += 32) {
+        for (int j = 0; j < 4; j++) s4[t][j] = KXV(ZERO)();
+    const int64_t np = n & ~(int64_t)(KX_F16X_STEP - 1);
+    for (int64_t i = 0; i < np; i += KX_F16X_STEP) {
         KUNROLL
         for (int j = 0; j < 4; j++) {
-            const __m256 wv = ld_f16(w + (i + 8 * j) * 2);
+            const KXV_T wv = KX_LDH(w + (i + KX_FW * j) * 2);
             KUNROLL
-            for (int t = 0; t < T; t++) s4[t][j] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + (size_t)t * xs + i + 8 * j), s4[t][j]);
+            for (int t = 0; t < T; t++) s4[t][j] = KXV(FMA)(wv, KXV(LDF)(x + (size_t)t * xs + i + KX_FW * j), s4[t][j]);
         }
     }
     __m128 h[4];
     KUNROLL
     for (int t = 0; t < T; t++) h[t] = fold4_f16(s4[t]);
-    if (T == 4 && np == n) { /* no tail */
+    if (KX_FW == 8 && T == 4 && np == n) { /* no tail: the four red4_hadd at once */
         store4_hadd(out, h);
         return;
     }
     KUNROLL
     for (int t = 0; t < T; t++) {
-        double sf = (double)red4_hadd(h[t]);
+        double sf = (double)KX_RED4F(h[t]);
         for (int64_t i = np; i < n; i++) sf = sf + (double)(h2f(w + i * 2) * x[(size_t)t * xs + i]);
         out[t] = (float)sf;
     }
 }
-/* dotx_f16 for 5 to 8 columns of a short weight row (n % 32 == 0, n <= DOTX8_MAX: the
- * columns stay in L1): the same 4 accumulators per dot, each summed in the same order, but
+/* dotx_f16 for 5 to 8 columns of a short weight row (n % KX_F16X_STEP == 0, n <= DOTX8_MAX:
+ * the columns stay in L1): the same 4 accumulators per dot, each summed in the same order, but
  * built one accumulator lane group j at a time, so each weight vector is converted once for
  * all T columns with T live accumulators (dotx_f16 converts it once per 4; on Zen 1 the
  * conversion costs about 2.5 FMAs). The sums between groups wait in memory. The attention's
@@ -1397,16 +1323,16 @@ KINLINE void dotx_f16(const uint8_t *restrict w, const float *restrict x, size_t
 #define DOTX8_MAX 512
 KINLINE void dotx8_f16(const uint8_t *restrict w, const float *restrict x, size_t xs, int64_t n, const int T,
                        float *restrict out) {
-    __m256 s4[8][4];
+    KXV_T s4[8][4];
 #pragma GCC unroll 1
     for (int j = 0; j < 4; j++) {
-        __m256 a[8];
+        KXV_T a[8];
         KUNROLL
-        for (int t = 0; t < T; t++) a[t] = _mm256_setzero_ps();
-        for (int64_t i = 8 * j; i < n; i += 32) {
-            const __m256 v = ld_f16(w + i * 2);
+        for (int t = 0; t < T; t++) a[t] = KXV(ZERO)();
+        for (int64_t i = KX_FW * j; i < n; i += KX_F16X_STEP) {
+            const KXV_T v = KX_LDH(w + i * 2);
             KUNROLL
-            for (int t = 0; t < T; t++) a[t] = _mm256_fmadd_ps(v, _mm256_loadu_ps(x + (size_t)t * xs + i), a[t]);
+            for (int t = 0; t < T; t++) a[t] = KXV(FMA)(v, KXV(LDF)(x + (size_t)t * xs + i), a[t]);
         }
         KUNROLL
         for (int t = 0; t < T; t++) s4[t][j] = a[t];
@@ -1414,25 +1340,25 @@ KINLINE void dotx8_f16(const uint8_t *restrict w, const float *restrict x, size_
     __m128 h[8];
     KUNROLL
     for (int t = 0; t < T; t++) h[t] = fold4_f16(s4[t]);
+    int t0 = 0;
+    if (KX_FW == 8)
+        for (; t0 + 4 <= T; t0 += 4) store4_hadd(out + t0, h + t0);
     KUNROLL
-    for (int t = 0; t + 4 <= T; t += 4) store4_hadd(out + t, h + t);
-    KUNROLL
-    for (int t = T - T % 4; t < T; t++) out[t] = (float)(double)red4_hadd(h[t]);
+    for (int t = t0; t < T; t++) out[t] = (float)(double)KX_RED4F(h[t]);
 }
 KINLINE void dotx_f16_tb(const uint8_t *restrict w, const float *restrict x, size_t xs, int64_t n, const int T,
                          float *restrict out) {
-    __m256 acc[8];
+    KXV_T acc[8];
     KUNROLL
-    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n; i += 8) {
-        const __m256 wv = ld_f16(w + i * 2);
+    for (int t = 0; t < T; t++) acc[t] = KXV(ZERO)();
+    for (int64_t i = 0; i < n; i += KX_FW) {
+        const KXV_T wv = KX_LDH(w + i * 2);
         KUNROLL
-        for (int t = 0; t < T; t++) acc[t] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + (size_t)t * xs + i), acc[t]);
+        for (int t = 0; t < T; t++) acc[t] = KXV(FMA)(wv, KXV(LDF)(x + (size_t)t * xs + i), acc[t]);
     }
     KUNROLL
-    for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
+    for (int t = 0; t < T; t++) out[t] = red4_shuf(KXV(FOLD)(acc[t]));
 }
-#endif /* KX_F512 */
 /* Drivers: each weight row (a cache row, in L1) passes under every column group of <= TM
  * columns; DOTS(nt) dots the group xt of nt columns into o (nt a constant in each case). */
 #define MMX_DRIVER(TM, DOTS)                                                                     \
