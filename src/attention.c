@@ -174,8 +174,9 @@ void attn_softmax(const g4_kern *k, float *x, int64_t n, int64_t cell0) {
  * over the cells run in lanes of 8 (tinyBLAS) or 4 x 8 (ggml_vec_dot_f32/f16) counted from
  * cell 0 (AVX-512: 16 and 4 x 16). So kqv is computed over a hull of the window in whole
  * G4_ATTN_HULL = 64-cell blocks, [a, a + nw) with a <= floor64(lo), a + nw >= ceil64(p + 1),
- * zeros outside [lo, p]: the same lanes and the same sums as llama.cpp's whole row. (On sliding layers llama.cpp's cell = position only holds for the
- * first swa-cache-size positions; later its cells wrap.)
+ * zeros outside [lo, p]: the same lanes and the same sums as llama.cpp's whole row. (On
+ * sliding layers llama.cpp's cell = position only holds for the first swa-cache-size
+ * positions; later its cells wrap.)
  *
  * Work is organised in jobs: R consecutive rows of one session (positions p0 .. p0+R-1) and
  * one KV head g with its G = n_head / n_head_kv query heads. A job reads the K rows of the
