@@ -39,15 +39,24 @@ try {
         await route.continue({ postData: JSON.stringify(b) });
         if (second) sentNow();
     });
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send("Network.enable");
+    await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: 16384, uploadThroughput: -1 });
     await page.check("#think");
     await page.fill("#maxtok", "4000");
     await page.fill("#q", "Second message");
     await page.press("#q", "Enter");
     await page.waitForFunction(() => document.getElementById("send").textContent === "Stop", null, { timeout: 10000 });
     /* click Stop once the request is on its way (an abort while it was still held by the
-     * interception above went unheard once: the answer ran to its 4000 tokens), not after its
-     * first text: that left a race with a fast model on a loaded host */
+     * interception above went unheard once: the answer ran to its 4000 tokens) and its first
+     * text has arrived. The page reads the stream through a throttled network (Chromium's
+     * DevTools emulation, 16 KB/s: the ~4000 events take minutes to arrive), so the click lands
+     * mid-answer however fast the host generates: unthrottled, a Zen 5 streamed all 4000 tokens
+     * in 1-1.6 s and the click came after the end in 4 of 11 runs. */
     await sent;
+    await page.waitForFunction(() => { const a = document.querySelectorAll(".assistant"); const b = a[a.length - 1];
+        return a.length === 2 && (b.querySelector("pre").textContent.length > 0 || b.querySelector(".answer").textContent.length > 0); },
+        null, { timeout: 30000 });
     await page.click("#send");
     await page.waitForFunction(() => document.getElementById("send").textContent === "Send", null, { timeout: 10000 });
     const stats2 = await page.evaluate(() => { const a = document.querySelectorAll(".assistant .stats"); return a.length === 2 ? a[1].textContent : `${a.length} answers`; });
