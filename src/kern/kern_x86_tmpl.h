@@ -936,6 +936,114 @@ KINLINE void tile_q4_K(const uint8_t *const *wr, const uint8_t *restrict x, size
     for (int t = 0; t < T; t++) out[t] = _mm256_sub_ps(acc[t], accm[t]);
 }
 
+#if defined(KX_F512)
+/* tile_q4_K's gemv order (grp = 0) with the integer part in zmm: the same float steps (one fma
+ * per row and super-block for the codes, one for the mins), so the same bits; only the exact
+ * integer sums are formed another way. A row's 128 code bytes are two zmm loads; low and high
+ * nibbles of each pair with the token's activations pre-arranged once per super-block
+ * (Az[t][k] = [sub-block s | sub-block s + 2], one per 128-bit half), vpmaddubsw gives i16 pairs
+ * (|2 * 15 * 128| fits) and vpdpwssd multiplies them by the sub-block scales (i16 words, by
+ * vpshufb from the broadcast scale bytes) into one i32 accumulator per row; 8 rows' 16 lanes
+ * are then summed together (red4x4 per 128-bit lane, then across lanes). Per 128 codes: 2
+ * multiply-pipe ops against tile_q4_K's 5 plus its vphaddw folds: on full-width AVX-512 cores
+ * (Zen 5) the ymm tile is bound by those ops, not by DRAM. */
+static const uint8_t K4Z_SC[4][64] = { /* word j of 128-bit lane l: scale byte b(k, l), zero */
+#define Z4(a) a, 0x80, a, 0x80, a, 0x80, a, 0x80, a, 0x80, a, 0x80, a, 0x80, a, 0x80
+#define ZL(a, b) Z4(a), Z4(a), Z4(b), Z4(b)
+    { ZL(0, 2) }, { ZL(1, 3) }, { ZL(4, 6) }, { ZL(5, 7) },
+#undef ZL
+#undef Z4
+};
+KINLINE __m512i ld512(const void *p) { return _mm512_loadu_si512(p); }
+/* 8 rows' i32 vectors -> [sum row 0 .. sum row 7] */
+KINLINE __m256i zred8(const __m512i *v) {
+    const __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
+    const __m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
+    const __m512i t2 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[4], v[5]), _mm512_unpackhi_epi32(v[4], v[5]));
+    const __m512i t3 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[6], v[7]), _mm512_unpackhi_epi32(v[6], v[7]));
+    /* per 128-bit lane: [rows 0..3] in a, [rows 4..7] in b */
+    const __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+    const __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi64(t2, t3), _mm512_unpackhi_epi64(t2, t3));
+    /* [a0 a2 b0 b2] + [a1 a3 b1 b3], then lanes (0 + 1) and (2 + 3) */
+    const __m512i s = _mm512_add_epi32(_mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                                       _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512i f = _mm512_add_epi32(s, _mm512_shuffle_i32x4(s, s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm512_castsi512_si256(_mm512_shuffle_i32x4(f, f, _MM_SHUFFLE(2, 0, 2, 0)));
+}
+KINLINE void tile_q4_K_z(const uint8_t *const *wr, const uint8_t *restrict x, size_t xrb, int64_t n,
+                         const int T, __m256 *out, const uint8_t *pf, size_t pf_step) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m512i c0 = ld512(K4Z_SC[0]), c1 = ld512(K4Z_SC[1]), c2 = ld512(K4Z_SC[2]), c3 = ld512(K4Z_SC[3]);
+    __m256 acc[KMAXT], accm[KMAXT];
+    KUNROLL
+    for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm256_setzero_ps();
+    const int64_t nb = n / 256;
+    for (int64_t i = 0; i < nb; i++) {
+        const size_t off = (size_t)i * 144;
+        __m256 dwv, dmv;
+        h8x2(wr, off, &dwv, &dmv);
+        __m256i bsp[KMAXT][4];
+        __m256 dat[KMAXT];
+        __m512i Az[KMAXT][4];
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            const uint8_t *a = x + t * xrb + i * 292;
+            dat[t] = _mm256_set1_ps(rdf(a));
+            const __m256i b16 = ld256(a + 260);
+            const __m256i b32 = _mm256_madd_epi16(b16, _mm256_set1_epi16(1));
+            const __m256i p16 = _mm256_packs_epi32(b32, b32);
+            bsp[t][0] = _mm256_set1_epi32(_mm256_extract_epi32(p16, 0));
+            bsp[t][1] = _mm256_set1_epi32(_mm256_extract_epi32(p16, 1));
+            bsp[t][2] = _mm256_set1_epi32(_mm256_extract_epi32(p16, 4));
+            bsp[t][3] = _mm256_set1_epi32(_mm256_extract_epi32(p16, 5));
+            KUNROLL
+            for (int k = 0; k < 4; k++) /* sub-blocks (k & 1) + 4 (k >> 1) and that + 2 */
+                Az[t][k] = _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a + 4 + 32 * ((k & 1) + 4 * (k >> 1)))),
+                                              ld256(a + 4 + 32 * ((k & 1) + 4 * (k >> 1) + 2)), 1);
+        }
+        __m512i P[KMAXT][8];
+        __m128i mrow[8];
+        KUNROLL
+        for (int r = 0; r < 8; r++) {
+            if (pf) { /* as tile_q4_K */
+                const char *q = (const char *)pf + (size_t)i * pf_step;
+                _mm_prefetch(q + 128 * r, _MM_HINT_T0);
+                _mm_prefetch(q + 128 * r + 64, _MM_HINT_T0);
+                if (r < 2) _mm_prefetch(q + 1024 + 64 * r, _MM_HINT_T0);
+            }
+            const __m128i sm = kq_scales_v(wr[r] + off + 4);
+            mrow[r] = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+            const __m512i sb = _mm512_broadcast_i32x4(sm);
+            const __m512i s0 = _mm512_shuffle_epi8(sb, c0), s1 = _mm512_shuffle_epi8(sb, c1);
+            const __m512i s2 = _mm512_shuffle_epi8(sb, c2), s3 = _mm512_shuffle_epi8(sb, c3);
+            const __m512i q0 = ld512(wr[r] + off + 16), q1 = ld512(wr[r] + off + 80);
+            const __m512i l0 = _mm512_and_si512(q0, m4), h0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
+            const __m512i l1 = _mm512_and_si512(q1, m4), h1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
+            KUNROLL
+            for (int t = 0; t < T; t++) {
+                __m512i v = _mm512_madd_epi16(_mm512_maddubs_epi16(l0, Az[t][0]), s0);
+                v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(h0, Az[t][1]), s1);
+                v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(l1, Az[t][2]), s2);
+                P[t][r] = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(h1, Az[t][3]), s3);
+            }
+        }
+        __m256i minsk[4];
+        q4k_mins_transpose(mrow, minsk);
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            const __m256 d = _mm256_mul_ps(dwv, dat[t]), dm = _mm256_mul_ps(dmv, dat[t]);
+            __m256i M = _mm256_madd_epi16(minsk[0], bsp[t][0]);
+            KUNROLL
+            for (int k = 1; k < 4; k++) M = _mm256_add_epi32(M, _mm256_madd_epi16(minsk[k], bsp[t][k]));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(zred8(P[t])), d, acc[t]);
+            accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(M), dm, accm[t]);
+        }
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) out[t] = _mm256_sub_ps(acc[t], accm[t]);
+}
+#endif
+
 /* The 4-token gemm order of tile_q4_K (grp = 1) with the pairs k outermost: every row's
  * integer sum for pair k is reduced across the 8 rows as the rows come (tree8's hadd tree,
  * the same integers), so only a few vectors per token are live instead of tile_q4_K's
@@ -1089,7 +1197,11 @@ KINLINE void tile_iq4_xs(const uint8_t *const *wr, const uint8_t *restrict x, si
 /* pf_total: the next tile's bytes (8 rows); per-block prefetch step = pf_total / blocks */
 #define CALL_Q4_0(wr, x, xrb, n, T, o, pf, pft)   tile_b32(wr, x, xrb, n, T, o, 0, pf, pft)
 #define CALL_IQ4_NL(wr, x, xrb, n, T, o, pf, pft) tile_b32(wr, x, xrb, n, T, o, 1, pf, pft)
+#if defined(KX_F512)
+#define CALL_Q4_K(wr, x, xrb, n, T, o, pf, pft)   tile_q4_K_z(wr, x, xrb, n, T, o, pf, (pft) / (size_t)((n) / 256))
+#else
 #define CALL_Q4_K(wr, x, xrb, n, T, o, pf, pft)   tile_q4_K(wr, x, xrb, n, T, o, 0, pf, (pft) / (size_t)((n) / 256))
+#endif
 #define CALL_Q4_K_G(wr, x, xrb, n, T, o, pf, pft) tile_q4_K_g(wr, x, xrb, n, T, o, pf, (pft) / (size_t)((n) / 256))
 DEF_MM_TILE(q4_0, CALL_Q4_0)
 DEF_MM_TILE(iq4_nl, CALL_IQ4_NL)
