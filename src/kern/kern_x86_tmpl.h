@@ -536,12 +536,56 @@ KINLINE __m256i q6_sb1(const uint8_t *restrict w, const uint8_t *restrict a) {
     return _mm256_sub_epi32(sumi, corr);
 }
 
+#if defined(KX_F512)
+/* q6_sb1 in zmm, the same 8 i32 lanes: a zmm holds two consecutive chunks (j, j + 1), whose
+ * codes are one 64-byte load of ql (low or high nibbles) and the 32 qh bytes in both halves
+ * shifted per half (vpsllvw / vpsrlvw), and whose activations are one contiguous 64-byte load;
+ * scale words by vpermw (128-bit lane l of pair m: group 4m + l). Lane L of the two halves is
+ * added at the end: the same exact integer per lane as q6_sb1, so the same float steps after.
+ * About half of q6_sb1's vector ops per super-block (the ymm unpacking dominates there). */
+static const uint16_t Q6Z_SH[2][32] = { /* shift counts per 16-bit word: [4 x16 | 2 x16], [0 | 2] */
+    { 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 },
+    { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 },
+};
+static const uint16_t Q6Z_SC[4][32] = { /* vpermw indices: word of lane l of pair m = group 4m + l */
+#define L8(g) g, g, g, g, g, g, g, g
+    { L8(0), L8(1), L8(2), L8(3) }, { L8(4), L8(5), L8(6), L8(7) },
+    { L8(8), L8(9), L8(10), L8(11) }, { L8(12), L8(13), L8(14), L8(15) },
+#undef L8
+};
+KINLINE __m256i q6_sb1_z(const uint8_t *restrict w, const uint8_t *restrict a) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+    const __m512i shl = _mm512_loadu_si512(Q6Z_SH[0]), shr = _mm512_loadu_si512(Q6Z_SH[1]);
+    const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(w + 192));
+    const __m512i scz = _mm512_castsi256_si512(sc16);
+    __m512i v = _mm512_setzero_si512();
+    KUNROLL
+    for (int c = 0; c < 2; c++) {
+        const __m512i ql = _mm512_loadu_si512(w + 64 * c);
+        const __m512i qh = _mm512_broadcast_i64x4(ld256(w + 128 + 32 * c));
+        const __m512i qa = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(_mm512_sllv_epi16(qh, shl), m30));
+        const __m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                           _mm512_and_si512(_mm512_srlv_epi16(qh, shr), m30));
+        const __m512i sa = _mm512_permutexvar_epi16(_mm512_loadu_si512(Q6Z_SC[2 * c]), scz);
+        const __m512i sb = _mm512_permutexvar_epi16(_mm512_loadu_si512(Q6Z_SC[2 * c + 1]), scz);
+        v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(qa, _mm512_loadu_si512(a + 4 + 128 * c)), sa);
+        v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(qb, _mm512_loadu_si512(a + 4 + 128 * c + 64)), sb);
+    }
+    const __m256i sumi = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+    const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(ld256(a + 260), sc16), 5);
+    return _mm256_sub_epi32(sumi, corr);
+}
+#define Q6_SB1 q6_sb1_z
+#else
+#define Q6_SB1 q6_sb1
+#endif
+
 KINLINE float dot_q6_K_1(const uint8_t *restrict w, const uint8_t *restrict x, int64_t n) {
     __m256 acc = _mm256_setzero_ps();
     const int64_t nb = n / 256;
     for (int64_t i = 0; i < nb; i++, w += 210, x += 292) {
         KPREFETCH(w, 210);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(rdf(x) * h2f(w + 208)), _mm256_cvtepi32_ps(q6_sb1(w, x)), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(rdf(x) * h2f(w + 208)), _mm256_cvtepi32_ps(Q6_SB1(w, x)), acc);
     }
     return hsum_ps(acc);
 }
