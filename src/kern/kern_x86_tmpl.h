@@ -1088,6 +1088,102 @@ KINLINE void tile_q4_K_z(const uint8_t *const *wr, const uint8_t *restrict x, si
 }
 #endif
 
+#if defined(KX_F512)
+/* tile_q4_K_g's order (the 4-token gemm: one fma per row, pair of sub-blocks k and token) with
+ * tile_q4_K_z's integer part: a row's first zmm load holds pairs 0 | 1 (one per 256-bit half),
+ * its second pairs 2 | 3, so each gives two pairs' exact sums at once; rows are reduced two
+ * and four at a time as they come (fewer live vectors), then across 128-bit lanes into the
+ * four [row 0 .. row 7] vectors of sums. The same float steps as tile_q4_K_g, so the same bits. */
+KINLINE void tile_q4_K_gz(const uint8_t *const *wr, const uint8_t *restrict x, size_t xrb, int64_t n,
+                          const int T, __m256 *out, const uint8_t *pf, size_t pf_step) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m512i c0 = ld512(K4Z_SC[0]), c1 = ld512(K4Z_SC[1]), c2 = ld512(K4Z_SC[2]), c3 = ld512(K4Z_SC[3]);
+    __m256 acc[KMAXT], accm[KMAXT];
+    KUNROLL
+    for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm256_setzero_ps();
+    const int64_t nb = n / 256;
+    for (int64_t i = 0; i < nb; i++) {
+        const size_t off = (size_t)i * 144;
+        __m256 dwv, dmv;
+        h8x2(wr, off, &dwv, &dmv);
+        int32_t bsw[KMAXT][4];
+        float dat[KMAXT];
+        __m512i Az[KMAXT][4];
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            const uint8_t *a = x + t * xrb + i * 292;
+            dat[t] = rdf(a);
+            const __m256i b32 = _mm256_madd_epi16(ld256(a + 260), _mm256_set1_epi16(1));
+            const __m256i p16 = _mm256_packs_epi32(b32, b32);
+            bsw[t][0] = _mm256_extract_epi32(p16, 0);
+            bsw[t][1] = _mm256_extract_epi32(p16, 1);
+            bsw[t][2] = _mm256_extract_epi32(p16, 4);
+            bsw[t][3] = _mm256_extract_epi32(p16, 5);
+            KUNROLL
+            for (int k = 0; k < 4; k++)
+                Az[t][k] = _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a + 4 + 32 * ((k & 1) + 4 * (k >> 1)))),
+                                              ld256(a + 4 + 32 * ((k & 1) + 4 * (k >> 1) + 2)), 1);
+        }
+        __m128i mrow[8];
+        __m512i X[KMAXT][2], Y[KMAXT][2], H[2][KMAXT][2]; /* 1, 2 and 4 rows reduced */
+        KUNROLL
+        for (int r = 0; r < 8; r++) {
+            if (pf) {
+                const char *q = (const char *)pf + (size_t)i * pf_step;
+                _mm_prefetch(q + 128 * r, _MM_HINT_T0);
+                _mm_prefetch(q + 128 * r + 64, _MM_HINT_T0);
+                if (r < 2) _mm_prefetch(q + 1024 + 64 * r, _MM_HINT_T0);
+            }
+            const __m128i sm = kq_scales_v(wr[r] + off + 4);
+            mrow[r] = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+            const __m512i sb = _mm512_broadcast_i32x4(sm);
+            const __m512i s0 = _mm512_shuffle_epi8(sb, c0), s1 = _mm512_shuffle_epi8(sb, c1);
+            const __m512i s2 = _mm512_shuffle_epi8(sb, c2), s3 = _mm512_shuffle_epi8(sb, c3);
+            const __m512i q0 = ld512(wr[r] + off + 16), q1 = ld512(wr[r] + off + 80);
+            const __m512i l0 = _mm512_and_si512(q0, m4), h0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
+            const __m512i l1 = _mm512_and_si512(q1, m4), h1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
+            KUNROLL
+            for (int t = 0; t < T; t++) {
+                const __m512i v0 = _mm512_dpwssd_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(l0, Az[t][0]), s0),
+                                                       _mm512_maddubs_epi16(h0, Az[t][1]), s1);
+                const __m512i v1 = _mm512_dpwssd_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(l1, Az[t][2]), s2),
+                                                       _mm512_maddubs_epi16(h1, Az[t][3]), s3);
+                if ((r & 1) == 0) { X[t][0] = v0; X[t][1] = v1; continue; }
+                const __m512i p0 = _mm512_add_epi32(_mm512_unpacklo_epi32(X[t][0], v0), _mm512_unpackhi_epi32(X[t][0], v0));
+                const __m512i p1 = _mm512_add_epi32(_mm512_unpacklo_epi32(X[t][1], v1), _mm512_unpackhi_epi32(X[t][1], v1));
+                if ((r & 2) == 0) { Y[t][0] = p0; Y[t][1] = p1; continue; }
+                H[r >> 2][t][0] = _mm512_add_epi32(_mm512_unpacklo_epi64(Y[t][0], p0), _mm512_unpackhi_epi64(Y[t][0], p0));
+                H[r >> 2][t][1] = _mm512_add_epi32(_mm512_unpacklo_epi64(Y[t][1], p1), _mm512_unpackhi_epi64(Y[t][1], p1));
+            }
+        }
+        __m256i minsk[4];
+        q4k_mins_transpose(mrow, minsk);
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            /* per 128-bit lane of H: lanes 0, 1 pair 2h, lanes 2, 3 pair 2h + 1 */
+            __m256i rs[4];
+            KUNROLL
+            for (int h = 0; h < 2; h++) {
+                const __m512i a = H[0][t][h], b = H[1][t][h];
+                const __m512i sv = _mm512_add_epi32(_mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                                                    _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+                rs[2 * h] = _mm512_castsi512_si256(_mm512_shuffle_i32x4(sv, sv, _MM_SHUFFLE(3, 1, 2, 0)));
+                rs[2 * h + 1] = _mm512_castsi512_si256(_mm512_shuffle_i32x4(sv, sv, _MM_SHUFFLE(2, 0, 3, 1)));
+            }
+            const __m256 da = _mm256_set1_ps(dat[t]);
+            KUNROLL
+            for (int k = 0; k < 4; k++) {
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(rs[k]), _mm256_mul_ps(dwv, da), acc[t]);
+                accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(minsk[k], _mm256_set1_epi32(bsw[t][k]))),
+                                          _mm256_mul_ps(dmv, da), accm[t]);
+            }
+        }
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) out[t] = _mm256_sub_ps(acc[t], accm[t]);
+}
+#endif
+
 /* The 4-token gemm order of tile_q4_K (grp = 1) with the pairs k outermost: every row's
  * integer sum for pair k is reduced across the 8 rows as the rows come (tree8's hadd tree,
  * the same integers), so only a few vectors per token are live instead of tile_q4_K's
@@ -1246,7 +1342,11 @@ KINLINE void tile_iq4_xs(const uint8_t *const *wr, const uint8_t *restrict x, si
 #else
 #define CALL_Q4_K(wr, x, xrb, n, T, o, pf, pft)   tile_q4_K(wr, x, xrb, n, T, o, 0, pf, (pft) / (size_t)((n) / 256))
 #endif
+#if defined(KX_F512)
+#define CALL_Q4_K_G(wr, x, xrb, n, T, o, pf, pft) tile_q4_K_gz(wr, x, xrb, n, T, o, pf, (pft) / (size_t)((n) / 256))
+#else
 #define CALL_Q4_K_G(wr, x, xrb, n, T, o, pf, pft) tile_q4_K_g(wr, x, xrb, n, T, o, pf, (pft) / (size_t)((n) / 256))
+#endif
 DEF_MM_TILE(q4_0, CALL_Q4_0)
 DEF_MM_TILE(iq4_nl, CALL_IQ4_NL)
 DEF_MM_TILE(q4_K, CALL_Q4_K)
