@@ -383,6 +383,17 @@ static const uint8_t K4_PAIR[4][32] = {
 #undef S4
 };
 
+#if defined(KX_F512)
+static const uint8_t K4Z_SC[4][64] = { /* word j of 128-bit lane l: scale byte b(k, l), zero */
+#define Z4(a) a, 0x80, a, 0x80, a, 0x80, a, 0x80, a, 0x80, a, 0x80, a, 0x80, a, 0x80
+#define ZL(a, b) Z4(a), Z4(a), Z4(b), Z4(b)
+    { ZL(0, 2) }, { ZL(1, 3) }, { ZL(4, 6) }, { ZL(5, 7) },
+#undef ZL
+#undef Z4
+};
+KINLINE __m512i ld512(const void *p) { return _mm512_loadu_si512(p); }
+#endif
+
 /* Q5_K in ggml_vec_dot_q5_K_q8_K's (AVX2) float order, bit-exact with it: scale term in 8
  * f32 lanes, acc = fma(da*dw, sumi, acc); min term a scalar chain summs = fma(-(da*dmin),
  * imin, summs) over super-blocks (GCC contracts ggml's summs += dmin * i); y = hsum(acc) +
@@ -435,8 +446,66 @@ KINLINE void dot_q5_K_ggml(const uint8_t *restrict w, const uint8_t *restrict x,
     KUNROLL
     for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]) + _mm_cvtss_f32(summs[t]);
 }
+#if defined(KX_F512)
+/* dot_q5_K_ggml with the integer part in zmm, the same 8 i32 lanes: a zmm holds chunks k, k + 1
+ * (one 64-byte load of qs; the 32 qh bytes in both halves, bits 2k / 2k + 2 and 2k + 1 / 2k + 3
+ * moved to bit 4 by vpsllvw), the activations arranged as tile_q4_K_z's, scale words by vpshufb
+ * (K4Z_SC); the halves' lanes added at the end. The same float steps after, so the same bits. */
+static const uint16_t Q5Z_SH[4][32] = { /* vpsllvw counts: qh bit b of half h to bit 4 */
+#define H16(a) a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a
+    { H16(4), H16(2) }, { H16(3), H16(1) }, { H16(0), H16(0) }, { H16(0), H16(0) },
+#undef H16
+};
+KINLINE void dot_q5_K_z(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,
+                        int64_t n, const int T, float *restrict out) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
+    const __m512i c0 = ld512(K4Z_SC[0]), c1 = ld512(K4Z_SC[1]), c2 = ld512(K4Z_SC[2]), c3 = ld512(K4Z_SC[3]);
+    const __m512i shl = ld512(Q5Z_SH[0]), shh = ld512(Q5Z_SH[1]);
+    const __m128i dup = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+    __m256 acc[KMAXT];
+    __m128 summs[KMAXT];
+    KUNROLL
+    for (int t = 0; t < T; t++) { acc[t] = _mm256_setzero_ps(); summs[t] = _mm_setzero_ps(); }
+    const int64_t nb = n / 256;
+    for (int64_t i = 0; i < nb; i++, w += 176) {
+        const __m128i sm = kq_scales_v(w + 4);
+        const float dw = h2f(w), dmw = h2f(w + 2);
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, dup));
+        const __m512i sb = _mm512_broadcast_i32x4(sm);
+        const __m512i s0 = _mm512_shuffle_epi8(sb, c0), s1 = _mm512_shuffle_epi8(sb, c1);
+        const __m512i s2 = _mm512_shuffle_epi8(sb, c2), s3 = _mm512_shuffle_epi8(sb, c3);
+        const __m512i qh = _mm512_broadcast_i64x4(ld256(w + 16));
+        const __m512i qh2 = _mm512_srli_epi16(qh, 4); /* chunks 2, 3: bits 4..7 as 0..3 */
+        const __m512i q0 = ld512(w + 48), q1 = ld512(w + 112);
+        const __m512i l0 = _mm512_or_si512(_mm512_and_si512(q0, m4), _mm512_and_si512(_mm512_sllv_epi16(qh, shl), m10));
+        const __m512i h0 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q0, 4), m4),
+                                           _mm512_and_si512(_mm512_sllv_epi16(qh, shh), m10));
+        const __m512i l1 = _mm512_or_si512(_mm512_and_si512(q1, m4), _mm512_and_si512(_mm512_sllv_epi16(qh2, shl), m10));
+        const __m512i h1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q1, 4), m4),
+                                           _mm512_and_si512(_mm512_sllv_epi16(qh2, shh), m10));
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            const uint8_t *a = x + t * xrb + i * 292 + 4;
+            __m512i v = _mm512_madd_epi16(_mm512_maddubs_epi16(l0, _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a)), ld256(a + 64), 1)), s0);
+            v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(h0, _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a + 32)), ld256(a + 96), 1)), s1);
+            v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(l1, _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a + 128)), ld256(a + 192), 1)), s2);
+            v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(h1, _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a + 160)), ld256(a + 224), 1)), s3);
+            const __m256i sumi = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+            const float da = rdf(a - 4);
+            const int imin = hsum_i32(_mm256_madd_epi16(ld256(a + 256), mins));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(sumi), acc[t]);
+            summs[t] = _mm_fmadd_ss(_mm_set_ss(-(da * dmw)), _mm_set_ss((float)imin), summs[t]);
+        }
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]) + _mm_cvtss_f32(summs[t]);
+}
+KINLINE void dot_q5_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                      const int T, float *restrict out) { dot_q5_K_z(w, x, xrb, n, T, out); }
+#else
 KINLINE void dot_q5_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
                       const int T, float *restrict out) { dot_q5_K_ggml(w, x, xrb, n, T, out); }
+#endif
 
 /* byte selectors: low 128 lane -> i16 element 2k, high lane -> element 2k+1 (k = 0..3) */
 static const uint8_t Q6_SEL[4][32] = {
@@ -991,14 +1060,6 @@ KINLINE void tile_q4_K(const uint8_t *const *wr, const uint8_t *restrict x, size
  * are then summed together (red4x4 per 128-bit lane, then across lanes). Per 128 codes: 2
  * multiply-pipe ops against tile_q4_K's 5 plus its vphaddw folds: on full-width AVX-512 cores
  * (Zen 5) the ymm tile is bound by those ops, not by DRAM. */
-static const uint8_t K4Z_SC[4][64] = { /* word j of 128-bit lane l: scale byte b(k, l), zero */
-#define Z4(a) a, 0x80, a, 0x80, a, 0x80, a, 0x80, a, 0x80, a, 0x80, a, 0x80, a, 0x80
-#define ZL(a, b) Z4(a), Z4(a), Z4(b), Z4(b)
-    { ZL(0, 2) }, { ZL(1, 3) }, { ZL(4, 6) }, { ZL(5, 7) },
-#undef ZL
-#undef Z4
-};
-KINLINE __m512i ld512(const void *p) { return _mm512_loadu_si512(p); }
 /* 8 rows' i32 vectors -> [sum row 0 .. sum row 7] */
 KINLINE __m256i zred8(const __m512i *v) {
     const __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
