@@ -42,6 +42,9 @@ static inline __m512 g4_simde_scalef_ps(__m512 a, __m512 b) {
 }
 #undef _mm512_scalef_ps
 #define _mm512_scalef_ps(a, b) g4_simde_scalef_ps(a, b)
+/* SIMDe 0.7.4's native alias of _mm512_madd_epi16 takes the masked form's four arguments */
+#undef _mm512_madd_epi16
+#define _mm512_madd_epi16(a, b) simde_mm512_madd_epi16(a, b)
 #endif
 
 #define KX(name) name##_avx512
