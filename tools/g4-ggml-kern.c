@@ -147,6 +147,17 @@ static void repack_q2_Kx8(const uint8_t *const in[8], uint8_t *out) {
     for (int i = 0; i < 64; i++) memcpy(out + 160 + 8 * i, in[i % 8] + 16 + (i / 8) * 8, 8);
 }
 
+/* block_q4_0x8 / block_iq4_nlx8 (repack.h, make_block_q4_0x8 / make_block_iq4_nlx8 with an
+ * interleave of 8): d[8] (f16), qs[128] (8-byte chunks of the rows in turn; Q4_0's with every
+ * nibble xor 8, so the codes are signed); in[r] = row r's 18-byte block (d 0, qs 2) */
+static void repack_b32x8(const uint8_t *const in[8], uint8_t *out, int xor8) {
+    for (int i = 0; i < 8; i++) memcpy(out + 2 * i, in[i], 2);
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 8; j++) out[16 + 8 * i + j] = (uint8_t)(in[i % 8][2 + (i / 8) * 8 + j] ^ (xor8 ? 0x88 : 0));
+}
+static void repack_q4_0x8(const uint8_t *const in[8], uint8_t *out) { repack_b32x8(in, out, 1); }
+static void repack_iq4_nlx8(const uint8_t *const in[8], uint8_t *out) { repack_b32x8(in, out, 0); }
+
 typedef void (*gemx_fn)(int n, float *s, size_t bs, const void *vx, const void *vy, int nr, int nc);
 
 /* A type llama.cpp's x86 builds repack into 8-row blocks, with its exported kernels */
@@ -155,9 +166,17 @@ typedef struct rep_type {
     const char *gemm, *gemv;     /* ggml's 4-token gemm and one-token gemv on the repacked rows */
     size_t blk, rp_blk;          /* bytes of one block, of 8 rows' blocks repacked */
     void (*repack)(const uint8_t *const in[8], uint8_t *out);
+    int qk;                      /* elements per block */
+    uint32_t act;                /* activation type, its 4-token interleaver and row quantizer */
+    const char *qmat, *qrow;
+    size_t xm_blk;               /* bytes of one block of 4 interleaved tokens */
 } rep_type;
-static const rep_type REP_Q4_K = { G4_TYPE_Q4_K, "ggml_gemm_q4_K_8x8_q8_K", "ggml_gemv_q4_K_8x8_q8_K", 144, 1152, repack_q4_Kx8 };
-static const rep_type REP_Q2_K = { G4_TYPE_Q2_K, "ggml_gemm_q2_K_8x8_q8_K", "ggml_gemv_q2_K_8x8_q8_K", 84, 672, repack_q2_Kx8 };
+#define REP_K8 256, G4_TYPE_Q8_K, "ggml_quantize_mat_q8_K_4x8", "quantize_row_q8_K", 1168
+#define REP_08 32, G4_TYPE_Q8_0, "ggml_quantize_mat_q8_0_4x8", "quantize_row_q8_0", 136
+static const rep_type REP_Q4_K = { G4_TYPE_Q4_K, "ggml_gemm_q4_K_8x8_q8_K", "ggml_gemv_q4_K_8x8_q8_K", 144, 1152, repack_q4_Kx8, REP_K8 };
+static const rep_type REP_Q2_K = { G4_TYPE_Q2_K, "ggml_gemm_q2_K_8x8_q8_K", "ggml_gemv_q2_K_8x8_q8_K", 84, 672, repack_q2_Kx8, REP_K8 };
+static const rep_type REP_Q4_0 = { G4_TYPE_Q4_0, "ggml_gemm_q4_0_8x8_q8_0", "ggml_gemv_q4_0_8x8_q8_0", 18, 144, repack_q4_0x8, REP_08 };
+static const rep_type REP_IQ4_NL = { G4_TYPE_IQ4_NL, "ggml_gemm_iq4_nl_8x8_q8_0", "ggml_gemv_iq4_nl_8x8_q8_0", 18, 144, repack_iq4_nlx8, REP_08 };
 
 /* nr rows (8, or 16 for the zmm loop of Q2_K's AVX-512 gemm) x 4 tokens of type rt through
  * ggml's own repacked gemm, each token through its gemv, against our matmul_grp (matmul where
@@ -167,14 +186,14 @@ static int check_repacked(void *h, const g4_kern *k, const rep_type *rt, int64_t
     quant_fn qmat, qrow;
     SYM(h, rt->gemm, gemm);
     SYM(h, rt->gemv, gemv);
-    SYM(h, "ggml_quantize_mat_q8_K_4x8", qmat);
-    SYM(h, "quantize_row_q8_K", qrow);
+    SYM(h, rt->qmat, qmat);
+    SYM(h, rt->qrow, qrow);
     if (!gemm || !gemv || !qmat || !qrow) return -1;
-    const int64_t nb = n / 256;
-    const size_t wrb = quant_row_bytes(rt->type, n), xrb = kern_act_row_bytes(G4_TYPE_Q8_K, n);
+    const int64_t nb = n / rt->qk;
+    const size_t wrb = quant_row_bytes(rt->type, n), xrb = kern_act_row_bytes(rt->act, n);
     float *wf = malloc((size_t)n * 4), *x = malloc((size_t)n * 16);
     uint8_t *w = malloc(wrb * (size_t)nr), *rp = malloc((size_t)nb * rt->rp_blk * (size_t)(nr / 8)), *xq = malloc(xrb * 4),
-            *xm = malloc((size_t)nb * 1168 * 2);
+            *xm = malloc((size_t)nb * rt->xm_blk * 2);
     for (int r = 0; r < nr; r++) {
         for (int64_t i = 0; i < n; i++) wf[i] = rndf();
         quant_quantize_row(rt->type, wf, w + (size_t)r * wrb, n);
@@ -729,6 +748,8 @@ int main(int argc, char **argv) {
     if (X86_REPACK && k->matmul_grp[G4_TYPE_Q2_K] && wanted("q2_K"))
         run_repacked(h, k, &REP_Q2_K, 16, "q2_K repacked gemv/gemm (ggml's own kernels, 8 and 16 rows)", &pass, &fail);
     if (X86_REPACK) run_repacked(h, k, &REP_Q4_K, 8, "q4_K repacked gemv/gemm (ggml's own kernels)", &pass, &fail);
+    if (X86_REPACK && wanted("q4_0")) run_repacked(h, k, &REP_Q4_0, 8, "q4_0 repacked gemv/gemm (ggml's own kernels)", &pass, &fail);
+    if (X86_REPACK && wanted("iq4_nl")) run_repacked(h, k, &REP_IQ4_NL, 8, "iq4_nl repacked gemv/gemm (ggml's own kernels)", &pass, &fail);
     if (X86_REPACK) {
         gk_graph_api g;
         if (!graph_api_load(&g, hb, h)) printf("float weights: ggml's backend API not found, skipped\n");

@@ -944,6 +944,55 @@ KINLINE void tile_b32(const uint8_t *const *wr, const uint8_t *restrict x, size_
     for (int t = 0; t < T; t++) out[t] = acc[t];
 }
 
+#if defined(KX_F512)
+/* tile_b32 for Q4_0 with the integer part in zmm: the 16 code bytes of rows [0 | 4 | 1 | 5] and
+ * [2 | 6 | 3 | 7] of a block in two vectors, one row per 128-bit lane, each dotted by vpdpbusd
+ * with the activations broadcast to every lane (from the same -8 * sum(a) start), the 8 rows'
+ * lane sums folded and put in row order by one vpermd. The same exact integers and the same
+ * float step per block (acc = fma((float)isum, dw * da, acc)), so the same bits. IQ4_NL keeps
+ * the ymm tile (its sign trick has no zmm vpsignb). */
+KINLINE __m512i ld4x128(const uint8_t *p0, const uint8_t *p1, const uint8_t *p2, const uint8_t *p3) {
+    return _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(ld128(p0)), ld128(p1), 1),
+                                                 ld128(p2), 2), ld128(p3), 3);
+}
+KINLINE void tile_q4_0_z(const uint8_t *const *wr, const uint8_t *restrict x, size_t xrb, int64_t n,
+                         const int T, __m256 *out, const uint8_t *pf, size_t pf_total) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), c8 = _mm512_set1_epi8(8);
+    const __m512i perm = _mm512_setr_epi32(0, 8, 1, 9, 4, 12, 5, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+    __m256 acc[KMAXT];
+    KUNROLL
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    const int64_t nb = n / 32;
+    const size_t pf_step = pf ? ((pf_total + (size_t)nb - 1) / (size_t)nb + 63) & ~(size_t)63 : 0;
+    for (int64_t i = 0; i < nb; i++) {
+        const size_t off = (size_t)i * 18;
+        for (size_t j = 0; j < pf_step; j += 64) _mm_prefetch((const char *)pf + (size_t)i * pf_step + j, _MM_HINT_T0);
+        const __m256 dwv = h8(wr, off);
+        const __m512i z0 = ld4x128(wr[0] + off + 2, wr[4] + off + 2, wr[1] + off + 2, wr[5] + off + 2);
+        const __m512i z1 = ld4x128(wr[2] + off + 2, wr[6] + off + 2, wr[3] + off + 2, wr[7] + off + 2);
+        const __m512i lo0 = _mm512_and_si512(z0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(z0, 4), m4);
+        const __m512i lo1 = _mm512_and_si512(z1, m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(z1, 4), m4);
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            const uint8_t *a = x + t * xrb + i * 34;
+            const __m512i al = _mm512_broadcast_i32x4(ld128(a + 2)), ah = _mm512_broadcast_i32x4(ld128(a + 18));
+            const __m512i nv = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                                _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), c8, al), c8, ah));
+            const __m512i p0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(nv, lo0, al), hi0, ah);
+            const __m512i p1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(nv, lo1, al), hi1, ah);
+            /* per lane [p0 row, p1 row, p0 row, p1 row] sums: rows (0, 2) (4, 6) (1, 3) (5, 7) */
+            const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi32(p0, p1), _mm512_unpackhi_epi32(p0, p1));
+            const __m512i v = _mm512_add_epi32(u, _mm512_shuffle_epi32(u, _MM_PERM_BADC));
+            const __m256i rs = _mm512_castsi512_si256(_mm512_permutexvar_epi32(perm, v));
+            const __m256 d = _mm256_mul_ps(dwv, _mm256_set1_ps(h2f(a)));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(rs), d, acc[t]);
+        }
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) out[t] = acc[t];
+}
+#endif
+
 /* minsk[k] lane r = (m_r[2k], m_r[2k+1]) as two i16: a 4x8 transpose of the 8 rows' mins mrow[r] */
 KINLINE void q4k_mins_transpose(const __m128i mrow[8], __m256i minsk[4]) {
     const __m256i R0 = _mm256_set_m128i(mrow[4], mrow[0]), R1 = _mm256_set_m128i(mrow[5], mrow[1]);
@@ -1428,7 +1477,11 @@ KINLINE void tile_iq4_xs(const uint8_t *const *wr, const uint8_t *restrict x, si
         }                                                                                              \
     }
 /* pf_total: the next tile's bytes (8 rows); per-block prefetch step = pf_total / blocks */
+#if defined(KX_F512)
+#define CALL_Q4_0(wr, x, xrb, n, T, o, pf, pft)   tile_q4_0_z(wr, x, xrb, n, T, o, pf, pft)
+#else
 #define CALL_Q4_0(wr, x, xrb, n, T, o, pf, pft)   tile_b32(wr, x, xrb, n, T, o, 0, pf, pft)
+#endif
 #define CALL_IQ4_NL(wr, x, xrb, n, T, o, pf, pft) tile_b32(wr, x, xrb, n, T, o, 1, pf, pft)
 #if defined(KX_F512)
 #define CALL_Q4_K(wr, x, xrb, n, T, o, pf, pft)   tile_q4_K_z(wr, x, xrb, n, T, o, pf, (pft) / (size_t)((n) / 256))
