@@ -250,11 +250,7 @@ KINLINE void dot_bf16z_tb(const uint8_t *restrict w, const uint8_t *restrict x, 
 /* da: the activation block scales of this row segment as f32, da[t*KDA_MAX + i] (filled
  * once per token group by the matmul driver instead of one f16 conversion per row). */
 #define KDA_MAX 1024 /* rows up to 32768 elements are one FMA chain */
-#if defined(KX_F512)
-#define KX_DOT2 1
-#else
-#define KX_DOT2 0
-#endif
+
 #define DEF_DOT_B32(tname, wbytes, DECODE)                                                         \
     KINLINE void dot_##tname(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,      \
                              int64_t n, const int T, float *restrict out, const float *restrict da) { \
@@ -532,12 +528,9 @@ KINLINE void dot_q5_K_z(const uint8_t *restrict w, const uint8_t *restrict x, si
     KUNROLL
     for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]) + _mm_cvtss_f32(summs[t]);
 }
-KINLINE void dot_q5_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
-                      const int T, float *restrict out) { dot_q5_K_z(w, x, xrb, n, T, out); }
-#else
+#endif
 KINLINE void dot_q5_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
                       const int T, float *restrict out) { dot_q5_K_ggml(w, x, xrb, n, T, out); }
-#endif
 
 /* byte selectors: low 128 lane -> i16 element 2k, high lane -> element 2k+1 (k = 0..3) */
 static const uint8_t Q6_SEL[4][32] = {
@@ -676,17 +669,19 @@ KINLINE __m256i q6_sb1_z(const uint8_t *restrict w, const uint8_t *restrict a) {
     const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(ld256(a + 260), sc16), 5);
     return _mm256_sub_epi32(sumi, corr);
 }
-#define Q6_SB1 q6_sb1_z
-#else
-#define Q6_SB1 q6_sb1
 #endif
 
-KINLINE float dot_q6_K_1(const uint8_t *restrict w, const uint8_t *restrict x, int64_t n) {
+KINLINE float dot_q6_K_1(const uint8_t *restrict w, const uint8_t *restrict x, int64_t n, const int z) {
     __m256 acc = _mm256_setzero_ps();
     const int64_t nb = n / 256;
     for (int64_t i = 0; i < nb; i++, w += 210, x += 292) {
         KPREFETCH(w, 210);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(rdf(x) * h2f(w + 208)), _mm256_cvtepi32_ps(Q6_SB1(w, x)), acc);
+#if defined(KX_F512)
+        const __m256i sb = z ? q6_sb1_z(w, x) : q6_sb1(w, x);
+#else
+        const __m256i sb = ((void)z, q6_sb1(w, x));
+#endif
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(rdf(x) * h2f(w + 208)), _mm256_cvtepi32_ps(sb), acc);
     }
     return hsum_ps(acc);
 }
@@ -980,9 +975,9 @@ KINLINE void tile_q4_0_z(const uint8_t *const *wr, const uint8_t *restrict x, si
                                                 _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), c8, al), c8, ah));
             const __m512i p0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(nv, lo0, al), hi0, ah);
             const __m512i p1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(nv, lo1, al), hi1, ah);
-            /* per lane [p0 row, p1 row, p0 row, p1 row] sums: rows (0, 2) (4, 6) (1, 3) (5, 7) */
+            /* elements 0, 1 of each lane: the row sums of p0, p1; lanes hold rows (0, 2) (4, 6) (1, 3) (5, 7) */
             const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi32(p0, p1), _mm512_unpackhi_epi32(p0, p1));
-            const __m512i v = _mm512_add_epi32(u, _mm512_shuffle_epi32(u, _MM_PERM_BADC));
+            const __m512i v = _mm512_add_epi32(u, _mm512_unpackhi_epi64(u, u)); /* elements 0, 1 of each lane */
             const __m256i rs = _mm512_castsi512_si256(_mm512_permutexvar_epi32(perm, v));
             const __m256 d = _mm256_mul_ps(dwv, _mm256_set1_ps(h2f(a)));
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(rs), d, acc[t]);
@@ -1477,26 +1472,22 @@ KINLINE void tile_iq4_xs(const uint8_t *const *wr, const uint8_t *restrict x, si
         }                                                                                              \
     }
 /* pf_total: the next tile's bytes (8 rows); per-block prefetch step = pf_total / blocks */
-#if defined(KX_F512)
-#define CALL_Q4_0(wr, x, xrb, n, T, o, pf, pft)   tile_q4_0_z(wr, x, xrb, n, T, o, pf, pft)
-#else
 #define CALL_Q4_0(wr, x, xrb, n, T, o, pf, pft)   tile_b32(wr, x, xrb, n, T, o, 0, pf, pft)
-#endif
 #define CALL_IQ4_NL(wr, x, xrb, n, T, o, pf, pft) tile_b32(wr, x, xrb, n, T, o, 1, pf, pft)
-#if defined(KX_F512)
-#define CALL_Q4_K(wr, x, xrb, n, T, o, pf, pft)   tile_q4_K_z(wr, x, xrb, n, T, o, pf, (pft) / (size_t)((n) / 256))
-#else
 #define CALL_Q4_K(wr, x, xrb, n, T, o, pf, pft)   tile_q4_K(wr, x, xrb, n, T, o, 0, pf, (pft) / (size_t)((n) / 256))
-#endif
-#if defined(KX_F512)
-#define CALL_Q4_K_G(wr, x, xrb, n, T, o, pf, pft) tile_q4_K_gz(wr, x, xrb, n, T, o, pf, (pft) / (size_t)((n) / 256))
-#else
 #define CALL_Q4_K_G(wr, x, xrb, n, T, o, pf, pft) tile_q4_K_g(wr, x, xrb, n, T, o, pf, (pft) / (size_t)((n) / 256))
-#endif
 DEF_MM_TILE(q4_0, CALL_Q4_0)
 DEF_MM_TILE(iq4_nl, CALL_IQ4_NL)
 DEF_MM_TILE(q4_K, CALL_Q4_K)
 DEF_MM_TILE(q4_K_grp, CALL_Q4_K_G)
+#if defined(KX_F512) /* the zmm tiles (TABLE_Z) */
+#define CALL_Q4_0_Z(wr, x, xrb, n, T, o, pf, pft) tile_q4_0_z(wr, x, xrb, n, T, o, pf, pft)
+#define CALL_Q4_K_Z(wr, x, xrb, n, T, o, pf, pft) tile_q4_K_z(wr, x, xrb, n, T, o, pf, (pft) / (size_t)((n) / 256))
+#define CALL_Q4_K_GZ(wr, x, xrb, n, T, o, pf, pft) tile_q4_K_gz(wr, x, xrb, n, T, o, pf, (pft) / (size_t)((n) / 256))
+DEF_MM_TILE(q4_0_z, CALL_Q4_0_Z)
+DEF_MM_TILE(q4_K_z, CALL_Q4_K_Z)
+DEF_MM_TILE(q4_K_grp_z, CALL_Q4_K_GZ)
+#endif
 #define CALL_IQ4_XS_P(wr, x, xrb, n, T, o, pf, pft) ((void)(pf), tile_iq4_xs(wr, x, xrb, n, T, o))
 DEF_MM_TILE(iq4_xs_p, CALL_IQ4_XS_P)
 
@@ -1598,8 +1589,8 @@ KINLINE void dot_q2_K_rm(const uint8_t *restrict w, const uint8_t *restrict x, s
 /* Driver for the Q8_0-activation 32-element formats: per row tile, token group and segment
  * of <= KDA_MAX blocks, the activation scales are converted to f32 once (da, [4][KDA_MAX]
  * on the stack); rows longer than KDA_MAX blocks are summed over segments. */
-#define DEF_MM_B32(tname, wbytes)                                                                     \
-    static void mm_##tname(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, \
+#define DEF_MM_B32(tname, wbytes, TWO, sfx)                                                           \
+    static void mm_##tname##sfx(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, \
                            const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0,    \
                            int64_t row1, int n_tok) {                                                   \
         const uint8_t *x = xq;                                                                         \
@@ -1611,8 +1602,8 @@ KINLINE void dot_q2_K_rm(const uint8_t *restrict w, const uint8_t *restrict x, s
                 const uint8_t *xt = x + (size_t)s0 * 34;                                               \
                 for (int64_t b = 0; b < sn; b++) da[b] = h2f(xt + b * 34);                             \
                 int64_t r = row0;                                                                      \
-                /* two rows at a time on the AVX-512 table (measured on Zen 5; Zen 1 not yet) */       \
-                for (; KX_DOT2 && r + 2 <= row1; r += 2) {                                             \
+                /* two rows at a time in TABLE_Z (measured on Zen 5; Zen 1 and Zen 4 not yet) */       \
+                for (; TWO && r + 2 <= row1; r += 2) {                                                 \
                     dot2_##tname(w + (size_t)r * w_row_bytes + (size_t)s0 * wbytes, w_row_bytes, xt, sn * 32, o, da); \
                     y[r] = s0 ? y[r] + o[0] : o[0];                                                    \
                     y[r + 1] = s0 ? y[r + 1] + o[1] : o[1];                                            \
@@ -1811,19 +1802,31 @@ static void round_f16_x86(float *x, int64_t n) {
     for (; i < n; i++) x[i] = g4_f16_to_f32(g4_f32_to_f16(x[i]));
 }
 
-DEF_MM_B32(q8_0, 34)
-DEF_MM_B32(q5_0, 22)
+DEF_MM_B32(q8_0, 34, 0, )
+DEF_MM_B32(q5_0, 22, 0, )
+#if defined(KX_F512)
+DEF_MM_B32(q8_0, 34, 1, _z)
+DEF_MM_B32(q5_0, 22, 1, _z)
+#endif
 DEF_MM(q5_K)
+#if defined(KX_F512)
+DEF_MM(q5_K_z)
+#endif
 DEF_MM(q6_K_multi)
-static void mm_q6_K(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes,
-                    const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1,
-                    int n_tok) {
-    if (n_tok > 1) {
-        mm_q6_K_multi(y, ldy, w, w_row_bytes, xq, xq_row_bytes, n_in, row0, row1, n_tok);
-        return;
+#define DEF_MM_Q6_K(sfx, Z)                                                                             \
+    static void mm_q6_K##sfx(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, \
+                             const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0,    \
+                             int64_t row1, int n_tok) {                                                   \
+        if (n_tok > 1) {                                                                                 \
+            mm_q6_K_multi(y, ldy, w, w_row_bytes, xq, xq_row_bytes, n_in, row0, row1, n_tok);            \
+            return;                                                                                      \
+        }                                                                                                \
+        for (int64_t r = row0; r < row1; r++) y[r] = dot_q6_K_1(w + (size_t)r * w_row_bytes, xq, n_in, Z); \
     }
-    for (int64_t r = row0; r < row1; r++) y[r] = dot_q6_K_1(w + (size_t)r * w_row_bytes, xq, n_in);
-}
+DEF_MM_Q6_K(, 0)
+#if defined(KX_F512)
+DEF_MM_Q6_K(_z, 1)
+#endif
 DEF_MM(q2_K)
 #if defined(KX_F512) /* Q2_K repacked (weights of n_out % 8 == 0), vec_dot for the others */
 DEF_MM(q2_K_rv)
@@ -2067,7 +2070,7 @@ static double expsum_x86v(float *x, int64_t n, int64_t cell0) {
 #define KX_EXPSUM expsum_x86v
 #define KX_VEC_W 8
 #endif
-#define KX_TABLE(MM_BF16, MM_BF16_GRP, TB_K_BF16) {                                         \
+#define KX_TABLE(MM_BF16, MM_BF16_GRP, TB_K_BF16, Z) {                                      \
     .name = KX_NAME,                                                                        \
     .geglu = geglu_x86,                                                                     \
     .pick = kern_pick_x86,                                                                  \
@@ -2076,14 +2079,14 @@ static double expsum_x86v(float *x, int64_t n, int64_t cell0) {
     .vec_w = KX_VEC_W,                                                                      \
     .matmul = {                                                                             \
         [G4_TYPE_F32] = mm_f32, [G4_TYPE_F16] = mm_f16, [G4_TYPE_BF16] = MM_BF16,           \
-        [G4_TYPE_Q8_0] = mm_q8_0, [G4_TYPE_Q4_0] = mm_q4_0, [G4_TYPE_Q5_0] = mm_q5_0,       \
-        [G4_TYPE_IQ4_NL] = mm_iq4_nl, [G4_TYPE_Q4_K] = mm_q4_K, [G4_TYPE_Q5_K] = mm_q5_K,   \
-        [G4_TYPE_Q6_K] = mm_q6_K, [G4_TYPE_Q2_K] = KX_MM_Q2K, [G4_TYPE_Q3_K] = mm_q3_K,       \
+        [G4_TYPE_Q8_0] = mm_q8_0##Z, [G4_TYPE_Q4_0] = mm_q4_0##Z, [G4_TYPE_Q5_0] = mm_q5_0##Z, \
+        [G4_TYPE_IQ4_NL] = mm_iq4_nl, [G4_TYPE_Q4_K] = mm_q4_K##Z, [G4_TYPE_Q5_K] = mm_q5_K##Z, \
+        [G4_TYPE_Q6_K] = mm_q6_K##Z, [G4_TYPE_Q2_K] = KX_MM_Q2K, [G4_TYPE_Q3_K] = mm_q3_K,   \
         [G4_TYPE_IQ4_XS] = mm_iq4_xs, [G4_TYPE_Q4_1] = mm_q4_1, [G4_TYPE_Q5_1] = mm_q5_1,   \
     },                                                                                      \
     .matmul_grp = {                                                                         \
         [G4_TYPE_F32] = mm_f32_tb, [G4_TYPE_F16] = mm_f16_tb, [G4_TYPE_BF16] = MM_BF16_GRP, \
-        [G4_TYPE_Q4_K] = mm_q4_K_grp, [G4_TYPE_IQ4_XS] = mm_iq4_xs_p, KX_GRP_Q2K                      \
+        [G4_TYPE_Q4_K] = mm_q4_K_grp##Z, [G4_TYPE_IQ4_XS] = mm_iq4_xs_p, KX_GRP_Q2K                  \
     },                                                                                      \
     .quantize_act = {                                                                       \
         [G4_TYPE_F32] = act_f32, [G4_TYPE_F16] = act_f16, [G4_TYPE_BF16] = act_bf16,        \
@@ -2093,16 +2096,33 @@ static double expsum_x86v(float *x, int64_t n, int64_t cell0) {
     .round_f16 = round_f16_x86,                                                             \
     .tb_k_bf16 = TB_K_BF16,                                                                 \
 }
-static const g4_kern TABLE = KX_TABLE(mm_bf16, mm_bf16_tb, 0);
+static const g4_kern TABLE = KX_TABLE(mm_bf16, mm_bf16_tb, 0, );
+#if defined(KX_F512)
+/* TABLE with the zmm integer kernels (TABLE_Z below) on an AVX-512 CPU without AVX512_BF16 */
+static const g4_kern TABLE_Z0 = KX_TABLE(mm_bf16, mm_bf16_tb, 0, _z);
+#endif
 
 #if defined(KX_F512) && defined(__AVX512BF16__)
 /* The same table for CPUs with AVX512_BF16 (the zen4 class of llama.cpp's builds): BF16 by
  * vdpbf16ps, tinyBLAS taking BF16 in k steps of 32 */
-static const g4_kern TABLE_BF16 = KX_TABLE(mm_bf16z, mm_bf16z_tb, 32);
+static const g4_kern TABLE_BF16 = KX_TABLE(mm_bf16z, mm_bf16z_tb, 32, );
+/* TABLE_BF16 with the zmm integer kernels (Q4_K decode and prompt tiles, Q4_0 tile, Q5_K, Q6_K
+ * decode) and the two-row Q8_0 / Q5_0 decode: the same float steps, so the same bits. Chosen
+ * on CPUs with AVX-VNNI too (Zen 5, Sapphire Rapids and later: 512-bit operations at full
+ * width; measured on Zen 5), not on Zen 4, which runs them in two halves (a zmm Q4_K gemv and
+ * Q5_K measured slower there; kern_cpu.zmm) */
+static const g4_kern TABLE_Z = KX_TABLE(mm_bf16z, mm_bf16z_tb, 32, _z);
 const g4_kern *KX(kern_table)(void) {
     kern_cpu c;
     kern_cpu_detect(&c);
-    return c.avx512bf16 ? &TABLE_BF16 : &TABLE;
+    if (!c.avx512bf16) return c.zmm ? &TABLE_Z0 : &TABLE;
+    return c.zmm ? &TABLE_Z : &TABLE_BF16;
+}
+#elif defined(KX_F512)
+const g4_kern *KX(kern_table)(void) {
+    kern_cpu c;
+    kern_cpu_detect(&c);
+    return c.zmm ? &TABLE_Z0 : &TABLE;
 }
 #else
 const g4_kern *KX(kern_table)(void) { return &TABLE; }

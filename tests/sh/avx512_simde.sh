@@ -65,10 +65,13 @@ add() { # the "N passed, M failed" line of one run, its exit status
     if [ "$2" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
     pass=$((pass + p)); nfail=$((nfail + f))
 }
-res=$(G4_ISA=avx512 G4_TEST_VERBOSE=1 "$OUT/g4-test" kern 2>"$OUT/kern.err"); rc=$?
-grep -q "testing kernel set avx512" "$OUT/kern.err" || { echo "avx512_simde: the avx512 table was not tested" >&2; rc=1; }
-grep -q "^FAIL" "$OUT/kern.err" && grep -A1 "^FAIL" "$OUT/kern.err" >&2
-add "$res" $rc
+# both variants of the table (kern_cpu.zmm): the ymm integer kernels, then the zmm ones
+for zv in 0 1; do
+    res=$(G4_ISA=avx512 G4_ZMM=$zv G4_TEST_VERBOSE=1 "$OUT/g4-test" kern 2>"$OUT/kern.err"); rc=$?
+    grep -q "testing kernel set avx512" "$OUT/kern.err" || { echo "avx512_simde: the avx512 table was not tested (G4_ZMM=$zv)" >&2; rc=1; }
+    grep -q "^FAIL" "$OUT/kern.err" && grep -A1 "^FAIL" "$OUT/kern.err" >&2
+    add "$res" $rc
+done
 if [ -z "$G4_SANITIZED" ]; then
     res=$(G4_ISA=avx512 "$OUT/g4-test" forward concurrency batch 2>"$OUT/forward.err"); rc=$?
     cat "$OUT/forward.err" >&2

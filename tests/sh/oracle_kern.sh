@@ -31,14 +31,21 @@ echo "pair: g4 avx2 / llama.cpp libggml-cpu-haswell.so: $line"
 
 oracle_default_pair
 oracle_default_gate_init
+# the AVX-512 table has two variants with the same float order (kern_cpu.zmm: ymm integer
+# kernels on Zen 4, zmm ones on AVX-VNNI CPUs such as Zen 5): both are checked on any AVX-512 host
+zvars=-
+[ "$DEF_G4" = avx512 ] && zvars="0 1"
 if oracle_default_differs && [ "$DEF_LL" != - ] && [ -z "$G4_SANITIZED" ]; then
-    dout=$(env -u G4_ISA "$B/g4-ggml-kern" "$ORACLE_LIBDIR" "$DEF_G4" "libggml-cpu-$DEF_LL.so" 2>&1)
+  for zv in $zvars; do
+    if [ "$zv" = - ]; then zname=$DEF_G4
+    else zname="$DEF_G4 ($( [ "$zv" = 1 ] && echo zmm || echo ymm ) integer kernels, G4_ZMM=$zv)"; fi
+    dout=$(env -u G4_ISA $( [ "$zv" != - ] && echo "G4_ZMM=$zv" ) "$B/g4-ggml-kern" "$ORACLE_LIBDIR" "$DEF_G4" "libggml-cpu-$DEF_LL.so" 2>&1)
     drc=$?
     if [ "$GATE" = 1 ]; then pre="(default pair)"; else pre="(default pair, not gated)"; fi
     printf '%s\n' "$dout" | grep -v "passed, .* failed" | sed "s/^/$pre /" >&2
     dline=$(printf '%s\n' "$dout" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
     if [ "$GATE" = 1 ]; then
-        echo "pair: g4 $DEF_G4 / llama.cpp libggml-cpu-$DEF_LL.so: ${dline:-no result}"
+        echo "pair: g4 $zname / llama.cpp libggml-cpu-$DEF_LL.so: ${dline:-no result}"
         if [ -z "$dline" ] || [ "$drc" -ne 0 ]; then rc=1; fi
         dp=$(printf '%s\n' "$dline" | sed -E 's/^([0-9]+) passed, ([0-9]+) failed$/\1/')
         df=$(printf '%s\n' "$dline" | sed -E 's/^([0-9]+) passed, ([0-9]+) failed$/\2/')
@@ -47,8 +54,9 @@ if oracle_default_differs && [ "$DEF_LL" != - ] && [ -z "$G4_SANITIZED" ]; then
         [ -n "$dline" ] || { dp=0; df=1; }
         line="$((p0 + dp)) passed, $((f0 + df)) failed"
     else
-        echo "report: default pair g4 $DEF_G4 / llama.cpp libggml-cpu-$DEF_LL.so, not gated (this pair not checked on its host): ${dline:-no result}"
+        echo "report: default pair g4 $zname / llama.cpp libggml-cpu-$DEF_LL.so, not gated (this pair not checked on its host): ${dline:-no result}"
     fi
+  done
 fi
 echo "$line"
 [ "$rc" -eq 0 ]
