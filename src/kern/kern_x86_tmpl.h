@@ -420,6 +420,81 @@ static const uint8_t K4Z_SC[4][64] = { /* word j of 128-bit lane l: scale byte b
 #undef Z4
 };
 KINLINE __m512i ld512(const void *p) { return _mm512_loadu_si512(p); }
+/* the 8 sub-block scales (bytes 0..7 of sm, kq_scales_v) as the zmm kernels' i16 words */
+KINLINE void kq_sc_z(__m128i sm, __m512i sc[4]) {
+    const __m512i sb = _mm512_broadcast_i32x4(sm);
+    KUNROLL
+    for (int k = 0; k < 4; k++) sc[k] = _mm512_shuffle_epi8(sb, ld512(K4Z_SC[k]));
+}
+/* the 256 activations of a super-block (qs at q) arranged for the zmm K-quant kernels: az[k] =
+ * [sub-block s | sub-block s + 2], s = (k & 1) + 4 (k >> 1), the partners of a zmm of codes */
+KINLINE void kq_act_z(const uint8_t *q, __m512i az[4]) {
+    KUNROLL
+    for (int k = 0; k < 4; k++) {
+        const int s = (k & 1) + 4 * (k >> 1);
+        az[k] = _mm512_inserti64x4(_mm512_castsi256_si512(ld256(q + 32 * s)), ld256(q + 32 * s + 64), 1);
+    }
+}
+/* a Q8_K block's (bs(2k), bs(2k+1)) i16 pairs, bs(j) = sub-block j's 32 activations summed,
+ * for the min terms (madd with q4k_mins_transpose's minsk[k]); da its scale */
+KINLINE void q4k_bsw(const uint8_t *a, int32_t bsw[4], float *da) {
+    *da = rdf(a);
+    const __m256i b32 = _mm256_madd_epi16(ld256(a + 260), _mm256_set1_epi16(1));
+    const __m256i p16 = _mm256_packs_epi32(b32, b32);
+    bsw[0] = _mm256_extract_epi32(p16, 0);
+    bsw[1] = _mm256_extract_epi32(p16, 1);
+    bsw[2] = _mm256_extract_epi32(p16, 4);
+    bsw[3] = _mm256_extract_epi32(p16, 5);
+}
+/* one Q4_K row's super-block at w (scales at w + 4, codes at w + 16): codes z[0..3] (low, high
+ * nibbles of the two 64-byte loads: the partners of kq_act_z's az[k]), scale words sc[k] (K4Z_SC),
+ * the mins as i16 (*mrow) */
+KINLINE void q4k_row_z(const uint8_t *w, __m512i z[4], __m512i sc[4], __m128i *mrow) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m128i sm = kq_scales_v(w + 4);
+    *mrow = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+    kq_sc_z(sm, sc);
+    const __m512i q0 = ld512(w + 16), q1 = ld512(w + 80);
+    z[0] = _mm512_and_si512(q0, m4), z[1] = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
+    z[2] = _mm512_and_si512(q1, m4), z[3] = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
+}
+#endif
+
+#if defined(KX_F512)
+/* dot_q5_K_ggml's integer part in zmm (z = 1), the same 8 i32 lanes: a zmm holds chunks k, k + 1
+ * (one 64-byte load of qs; the 32 qh bytes in both halves, bits 2k / 2k + 2 and 2k + 1 / 2k + 3
+ * moved to bit 4 by vpsllvw), the activations arranged by kq_act_z, scale words by kq_sc_z;
+ * the halves' lanes added at the end. The same float steps after, so the same bits. */
+static const uint16_t Q5Z_SH[2][32] = { /* vpsllvw counts: qh bit b of half h to bit 4 */
+#define H16(a) a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a
+    { H16(4), H16(2) }, { H16(3), H16(1) },
+#undef H16
+};
+KINLINE void q5k_sumi_z(const uint8_t *restrict w, __m128i sm, const uint8_t *restrict a0, size_t xrb,
+                        const int T, __m256i *sumi) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
+    const __m512i shl = ld512(Q5Z_SH[0]), shh = ld512(Q5Z_SH[1]);
+    __m512i sc[4];
+    kq_sc_z(sm, sc);
+    const __m512i qh = _mm512_broadcast_i64x4(ld256(w + 16));
+    const __m512i qh2 = _mm512_srli_epi16(qh, 4); /* chunks 2, 3: bits 4..7 as 0..3 */
+    const __m512i q0 = ld512(w + 48), q1 = ld512(w + 112);
+    const __m512i z[4] = {
+        _mm512_or_si512(_mm512_and_si512(q0, m4), _mm512_and_si512(_mm512_sllv_epi16(qh, shl), m10)),
+        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q0, 4), m4), _mm512_and_si512(_mm512_sllv_epi16(qh, shh), m10)),
+        _mm512_or_si512(_mm512_and_si512(q1, m4), _mm512_and_si512(_mm512_sllv_epi16(qh2, shl), m10)),
+        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q1, 4), m4), _mm512_and_si512(_mm512_sllv_epi16(qh2, shh), m10)),
+    };
+    KUNROLL
+    for (int t = 0; t < T; t++) {
+        __m512i az[4];
+        kq_act_z(a0 + t * xrb, az);
+        __m512i v = _mm512_madd_epi16(_mm512_maddubs_epi16(z[0], az[0]), sc[0]);
+        KUNROLL
+        for (int k = 1; k < 4; k++) v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(z[k], az[k]), sc[k]);
+        sumi[t] = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+    }
+}
 #endif
 
 /* Q5_K in ggml_vec_dot_q5_K_q8_K's (AVX2) float order, bit-exact with it: scale term in 8
@@ -427,7 +502,7 @@ KINLINE __m512i ld512(const void *p) { return _mm512_loadu_si512(p); }
  * imin, summs) over super-blocks (GCC contracts ggml's summs += dmin * i); y = hsum(acc) +
  * summs. */
 KINLINE void dot_q5_K_ggml(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,
-                           int64_t n, const int T, float *restrict out) {
+                           int64_t n, const int T, float *restrict out, const int z) {
     const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
     const __m128i dup = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
     __m256 acc[KMAXT];
@@ -443,10 +518,15 @@ KINLINE void dot_q5_K_ggml(const uint8_t *restrict w, const uint8_t *restrict x,
         const uint8_t *qs = w + 48;
         __m256i qh = ld256(w + 16);
         __m256i sumi[KMAXT];
+#if defined(KX_F512)
+        if (z) q5k_sumi_z(w, sm, x + i * 292 + 4, xrb, T, sumi);
+#else
+        (void)z;
+#endif
         KUNROLL
-        for (int t = 0; t < T; t++) sumi[t] = _mm256_setzero_si256();
+        for (int t = 0; t < T && !z; t++) sumi[t] = _mm256_setzero_si256();
         KUNROLL
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < 4 && !z; k++) {
             const __m256i q = ld256(qs + 32 * k);
             __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
             lo = _mm256_add_epi8(lo, _mm256_slli_epi16(_mm256_and_si256(qh, one), 4));
@@ -474,63 +554,12 @@ KINLINE void dot_q5_K_ggml(const uint8_t *restrict w, const uint8_t *restrict x,
     KUNROLL
     for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]) + _mm_cvtss_f32(summs[t]);
 }
-#if defined(KX_F512)
-/* dot_q5_K_ggml with the integer part in zmm, the same 8 i32 lanes: a zmm holds chunks k, k + 1
- * (one 64-byte load of qs; the 32 qh bytes in both halves, bits 2k / 2k + 2 and 2k + 1 / 2k + 3
- * moved to bit 4 by vpsllvw), the activations arranged as tile_q4_K_z's, scale words by vpshufb
- * (K4Z_SC); the halves' lanes added at the end. The same float steps after, so the same bits. */
-static const uint16_t Q5Z_SH[4][32] = { /* vpsllvw counts: qh bit b of half h to bit 4 */
-#define H16(a) a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a
-    { H16(4), H16(2) }, { H16(3), H16(1) }, { H16(0), H16(0) }, { H16(0), H16(0) },
-#undef H16
-};
-KINLINE void dot_q5_K_z(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,
-                        int64_t n, const int T, float *restrict out) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
-    const __m512i c0 = ld512(K4Z_SC[0]), c1 = ld512(K4Z_SC[1]), c2 = ld512(K4Z_SC[2]), c3 = ld512(K4Z_SC[3]);
-    const __m512i shl = ld512(Q5Z_SH[0]), shh = ld512(Q5Z_SH[1]);
-    const __m128i dup = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-    __m256 acc[KMAXT];
-    __m128 summs[KMAXT];
-    KUNROLL
-    for (int t = 0; t < T; t++) { acc[t] = _mm256_setzero_ps(); summs[t] = _mm_setzero_ps(); }
-    const int64_t nb = n / 256;
-    for (int64_t i = 0; i < nb; i++, w += 176) {
-        const __m128i sm = kq_scales_v(w + 4);
-        const float dw = h2f(w), dmw = h2f(w + 2);
-        const __m256i mins = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, dup));
-        const __m512i sb = _mm512_broadcast_i32x4(sm);
-        const __m512i s0 = _mm512_shuffle_epi8(sb, c0), s1 = _mm512_shuffle_epi8(sb, c1);
-        const __m512i s2 = _mm512_shuffle_epi8(sb, c2), s3 = _mm512_shuffle_epi8(sb, c3);
-        const __m512i qh = _mm512_broadcast_i64x4(ld256(w + 16));
-        const __m512i qh2 = _mm512_srli_epi16(qh, 4); /* chunks 2, 3: bits 4..7 as 0..3 */
-        const __m512i q0 = ld512(w + 48), q1 = ld512(w + 112);
-        const __m512i l0 = _mm512_or_si512(_mm512_and_si512(q0, m4), _mm512_and_si512(_mm512_sllv_epi16(qh, shl), m10));
-        const __m512i h0 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q0, 4), m4),
-                                           _mm512_and_si512(_mm512_sllv_epi16(qh, shh), m10));
-        const __m512i l1 = _mm512_or_si512(_mm512_and_si512(q1, m4), _mm512_and_si512(_mm512_sllv_epi16(qh2, shl), m10));
-        const __m512i h1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q1, 4), m4),
-                                           _mm512_and_si512(_mm512_sllv_epi16(qh2, shh), m10));
-        KUNROLL
-        for (int t = 0; t < T; t++) {
-            const uint8_t *a = x + t * xrb + i * 292 + 4;
-            __m512i v = _mm512_madd_epi16(_mm512_maddubs_epi16(l0, _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a)), ld256(a + 64), 1)), s0);
-            v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(h0, _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a + 32)), ld256(a + 96), 1)), s1);
-            v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(l1, _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a + 128)), ld256(a + 192), 1)), s2);
-            v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(h1, _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a + 160)), ld256(a + 224), 1)), s3);
-            const __m256i sumi = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-            const float da = rdf(a - 4);
-            const int imin = hsum_i32(_mm256_madd_epi16(ld256(a + 256), mins));
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(sumi), acc[t]);
-            summs[t] = _mm_fmadd_ss(_mm_set_ss(-(da * dmw)), _mm_set_ss((float)imin), summs[t]);
-        }
-    }
-    KUNROLL
-    for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]) + _mm_cvtss_f32(summs[t]);
-}
-#endif
 KINLINE void dot_q5_K(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
-                      const int T, float *restrict out) { dot_q5_K_ggml(w, x, xrb, n, T, out); }
+                      const int T, float *restrict out) { dot_q5_K_ggml(w, x, xrb, n, T, out, 0); }
+#if defined(KX_F512)
+KINLINE void dot_q5_K_z(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                        const int T, float *restrict out) { dot_q5_K_ggml(w, x, xrb, n, T, out, 1); }
+#endif
 
 /* byte selectors: low 128 lane -> i16 element 2k, high lane -> element 2k+1 (k = 0..3) */
 static const uint8_t Q6_SEL[4][32] = {
@@ -1126,16 +1155,17 @@ KINLINE void tile_q4_K(const uint8_t *const *wr, const uint8_t *restrict x, size
 }
 
 #if defined(KX_F512)
-/* tile_q4_K's gemv order (grp = 0) with the integer part in zmm: the same float steps (one fma
- * per row and super-block for the codes, one for the mins), so the same bits; only the exact
- * integer sums are formed another way. A row's 128 code bytes are two zmm loads; low and high
- * nibbles of each pair with the token's activations pre-arranged once per super-block
- * (Az[t][k] = [sub-block s | sub-block s + 2], one per 128-bit half), vpmaddubsw gives i16 pairs
- * (|2 * 15 * 128| fits) and vpdpwssd multiplies them by the sub-block scales (i16 words, by
- * vpshufb from the broadcast scale bytes) into one i32 accumulator per row; 8 rows' 16 lanes
- * are then summed together (red4x4 per 128-bit lane, then across lanes). Per 128 codes: 2
- * multiply-pipe ops against tile_q4_K's 5 plus its vphaddw folds: on full-width AVX-512 cores
- * (Zen 5) the ymm tile is bound by those ops, not by DRAM. */
+/* tile_q4_K's orders with the integer part in zmm: grp = 0 its gemv (one fma per row and
+ * super-block for the codes, one for the mins), grp = 1 its 4-token gemm (per pair of
+ * sub-blocks k). The same float steps, so the same bits; only the exact integer sums are formed
+ * another way. A row's 128 code bytes are two zmm loads; the low and high nibbles of each meet
+ * the token's activations arranged once per super-block (kq_act_z: [sub-block s | s + 2] per
+ * 256-bit half), vpmaddubsw gives i16 pairs (|2 * 15 * 128| fits) and vpdpwssd multiplies
+ * them by the sub-block scales: v0 holds pairs 0 | 1 (one per half), v1 pairs 2 | 3. gemv: v0
+ * + v1 of 8 rows summed by zred8; gemm: rows reduced two and four at a time as they come
+ * (fewer live vectors), then across 128-bit lanes into the four [row 0 .. 7] vectors of sums.
+ * Per 128 codes 2 multiply-pipe ops against tile_q4_K's 5 plus its vphaddw folds: on
+ * full-width AVX-512 cores (Zen 5) the ymm tile is bound by those ops, not by DRAM. */
 /* 8 rows' i32 vectors -> [sum row 0 .. sum row 7] */
 KINLINE __m256i zred8(const __m512i *v) {
     const __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
@@ -1152,89 +1182,7 @@ KINLINE __m256i zred8(const __m512i *v) {
     return _mm512_castsi512_si256(_mm512_shuffle_i32x4(f, f, _MM_SHUFFLE(2, 0, 2, 0)));
 }
 KINLINE void tile_q4_K_z(const uint8_t *const *wr, const uint8_t *restrict x, size_t xrb, int64_t n,
-                         const int T, __m256 *out, const uint8_t *pf, size_t pf_step) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
-    const __m512i c0 = ld512(K4Z_SC[0]), c1 = ld512(K4Z_SC[1]), c2 = ld512(K4Z_SC[2]), c3 = ld512(K4Z_SC[3]);
-    __m256 acc[KMAXT], accm[KMAXT];
-    KUNROLL
-    for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm256_setzero_ps();
-    const int64_t nb = n / 256;
-    for (int64_t i = 0; i < nb; i++) {
-        const size_t off = (size_t)i * 144;
-        __m256 dwv, dmv;
-        h8x2(wr, off, &dwv, &dmv);
-        __m256i bsp[KMAXT][4];
-        __m256 dat[KMAXT];
-        __m512i Az[KMAXT][4];
-        KUNROLL
-        for (int t = 0; t < T; t++) {
-            const uint8_t *a = x + t * xrb + i * 292;
-            dat[t] = _mm256_set1_ps(rdf(a));
-            const __m256i b16 = ld256(a + 260);
-            const __m256i b32 = _mm256_madd_epi16(b16, _mm256_set1_epi16(1));
-            const __m256i p16 = _mm256_packs_epi32(b32, b32);
-            bsp[t][0] = _mm256_set1_epi32(_mm256_extract_epi32(p16, 0));
-            bsp[t][1] = _mm256_set1_epi32(_mm256_extract_epi32(p16, 1));
-            bsp[t][2] = _mm256_set1_epi32(_mm256_extract_epi32(p16, 4));
-            bsp[t][3] = _mm256_set1_epi32(_mm256_extract_epi32(p16, 5));
-            KUNROLL
-            for (int k = 0; k < 4; k++) /* sub-blocks (k & 1) + 4 (k >> 1) and that + 2 */
-                Az[t][k] = _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a + 4 + 32 * ((k & 1) + 4 * (k >> 1)))),
-                                              ld256(a + 4 + 32 * ((k & 1) + 4 * (k >> 1) + 2)), 1);
-        }
-        __m512i P[KMAXT][8];
-        __m128i mrow[8];
-        KUNROLL
-        for (int r = 0; r < 8; r++) {
-            if (pf) { /* as tile_q4_K */
-                const char *q = (const char *)pf + (size_t)i * pf_step;
-                _mm_prefetch(q + 128 * r, _MM_HINT_T0);
-                _mm_prefetch(q + 128 * r + 64, _MM_HINT_T0);
-                if (r < 2) _mm_prefetch(q + 1024 + 64 * r, _MM_HINT_T0);
-            }
-            const __m128i sm = kq_scales_v(wr[r] + off + 4);
-            mrow[r] = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
-            const __m512i sb = _mm512_broadcast_i32x4(sm);
-            const __m512i s0 = _mm512_shuffle_epi8(sb, c0), s1 = _mm512_shuffle_epi8(sb, c1);
-            const __m512i s2 = _mm512_shuffle_epi8(sb, c2), s3 = _mm512_shuffle_epi8(sb, c3);
-            const __m512i q0 = ld512(wr[r] + off + 16), q1 = ld512(wr[r] + off + 80);
-            const __m512i l0 = _mm512_and_si512(q0, m4), h0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
-            const __m512i l1 = _mm512_and_si512(q1, m4), h1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
-            KUNROLL
-            for (int t = 0; t < T; t++) {
-                __m512i v = _mm512_madd_epi16(_mm512_maddubs_epi16(l0, Az[t][0]), s0);
-                v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(h0, Az[t][1]), s1);
-                v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(l1, Az[t][2]), s2);
-                P[t][r] = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(h1, Az[t][3]), s3);
-            }
-        }
-        __m256i minsk[4];
-        q4k_mins_transpose(mrow, minsk);
-        KUNROLL
-        for (int t = 0; t < T; t++) {
-            const __m256 d = _mm256_mul_ps(dwv, dat[t]), dm = _mm256_mul_ps(dmv, dat[t]);
-            __m256i M = _mm256_madd_epi16(minsk[0], bsp[t][0]);
-            KUNROLL
-            for (int k = 1; k < 4; k++) M = _mm256_add_epi32(M, _mm256_madd_epi16(minsk[k], bsp[t][k]));
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(zred8(P[t])), d, acc[t]);
-            accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(M), dm, accm[t]);
-        }
-    }
-    KUNROLL
-    for (int t = 0; t < T; t++) out[t] = _mm256_sub_ps(acc[t], accm[t]);
-}
-#endif
-
-#if defined(KX_F512)
-/* tile_q4_K_g's order (the 4-token gemm: one fma per row, pair of sub-blocks k and token) with
- * tile_q4_K_z's integer part: a row's first zmm load holds pairs 0 | 1 (one per 256-bit half),
- * its second pairs 2 | 3, so each gives two pairs' exact sums at once; rows are reduced two
- * and four at a time as they come (fewer live vectors), then across 128-bit lanes into the
- * four [row 0 .. row 7] vectors of sums. The same float steps as tile_q4_K_g, so the same bits. */
-KINLINE void tile_q4_K_gz(const uint8_t *const *wr, const uint8_t *restrict x, size_t xrb, int64_t n,
-                          const int T, __m256 *out, const uint8_t *pf, size_t pf_step) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
-    const __m512i c0 = ld512(K4Z_SC[0]), c1 = ld512(K4Z_SC[1]), c2 = ld512(K4Z_SC[2]), c3 = ld512(K4Z_SC[3]);
+                         const int T, __m256 *out, const int grp, const uint8_t *pf, size_t pf_step) {
     __m256 acc[KMAXT], accm[KMAXT];
     KUNROLL
     for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm256_setzero_ps();
@@ -1248,43 +1196,29 @@ KINLINE void tile_q4_K_gz(const uint8_t *const *wr, const uint8_t *restrict x, s
         __m512i Az[KMAXT][4];
         KUNROLL
         for (int t = 0; t < T; t++) {
-            const uint8_t *a = x + t * xrb + i * 292;
-            dat[t] = rdf(a);
-            const __m256i b32 = _mm256_madd_epi16(ld256(a + 260), _mm256_set1_epi16(1));
-            const __m256i p16 = _mm256_packs_epi32(b32, b32);
-            bsw[t][0] = _mm256_extract_epi32(p16, 0);
-            bsw[t][1] = _mm256_extract_epi32(p16, 1);
-            bsw[t][2] = _mm256_extract_epi32(p16, 4);
-            bsw[t][3] = _mm256_extract_epi32(p16, 5);
-            KUNROLL
-            for (int k = 0; k < 4; k++)
-                Az[t][k] = _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a + 4 + 32 * ((k & 1) + 4 * (k >> 1)))),
-                                              ld256(a + 4 + 32 * ((k & 1) + 4 * (k >> 1) + 2)), 1);
+            q4k_bsw(x + t * xrb + i * 292, bsw[t], &dat[t]);
+            kq_act_z(x + t * xrb + i * 292 + 4, Az[t]);
         }
         __m128i mrow[8];
-        __m512i X[KMAXT][2], Y[KMAXT][2], H[2][KMAXT][2]; /* 1, 2 and 4 rows reduced */
+        __m512i P[KMAXT][8];                                  /* gemv: v0 + v1 per row */
+        __m512i X[KMAXT][2], Y[KMAXT][2], H[2][KMAXT][2];     /* gemm: 1, 2 and 4 rows reduced */
         KUNROLL
         for (int r = 0; r < 8; r++) {
-            if (pf) {
+            if (pf) { /* as tile_q4_K */
                 const char *q = (const char *)pf + (size_t)i * pf_step;
                 _mm_prefetch(q + 128 * r, _MM_HINT_T0);
                 _mm_prefetch(q + 128 * r + 64, _MM_HINT_T0);
                 if (r < 2) _mm_prefetch(q + 1024 + 64 * r, _MM_HINT_T0);
             }
-            const __m128i sm = kq_scales_v(wr[r] + off + 4);
-            mrow[r] = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
-            const __m512i sb = _mm512_broadcast_i32x4(sm);
-            const __m512i s0 = _mm512_shuffle_epi8(sb, c0), s1 = _mm512_shuffle_epi8(sb, c1);
-            const __m512i s2 = _mm512_shuffle_epi8(sb, c2), s3 = _mm512_shuffle_epi8(sb, c3);
-            const __m512i q0 = ld512(wr[r] + off + 16), q1 = ld512(wr[r] + off + 80);
-            const __m512i l0 = _mm512_and_si512(q0, m4), h0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
-            const __m512i l1 = _mm512_and_si512(q1, m4), h1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
+            __m512i z[4], sc[4];
+            q4k_row_z(wr[r] + off, z, sc, &mrow[r]);
             KUNROLL
             for (int t = 0; t < T; t++) {
-                const __m512i v0 = _mm512_dpwssd_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(l0, Az[t][0]), s0),
-                                                       _mm512_maddubs_epi16(h0, Az[t][1]), s1);
-                const __m512i v1 = _mm512_dpwssd_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(l1, Az[t][2]), s2),
-                                                       _mm512_maddubs_epi16(h1, Az[t][3]), s3);
+                const __m512i v0 = _mm512_dpwssd_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(z[0], Az[t][0]), sc[0]),
+                                                       _mm512_maddubs_epi16(z[1], Az[t][1]), sc[1]);
+                const __m512i v1 = _mm512_dpwssd_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(z[2], Az[t][2]), sc[2]),
+                                                       _mm512_maddubs_epi16(z[3], Az[t][3]), sc[3]);
+                if (!grp) { P[t][r] = _mm512_add_epi32(v0, v1); continue; }
                 if ((r & 1) == 0) { X[t][0] = v0; X[t][1] = v1; continue; }
                 const __m512i p0 = _mm512_add_epi32(_mm512_unpacklo_epi32(X[t][0], v0), _mm512_unpackhi_epi32(X[t][0], v0));
                 const __m512i p1 = _mm512_add_epi32(_mm512_unpacklo_epi32(X[t][1], v1), _mm512_unpackhi_epi32(X[t][1], v1));
@@ -1297,6 +1231,16 @@ KINLINE void tile_q4_K_gz(const uint8_t *const *wr, const uint8_t *restrict x, s
         q4k_mins_transpose(mrow, minsk);
         KUNROLL
         for (int t = 0; t < T; t++) {
+            const __m256 da = _mm256_set1_ps(dat[t]);
+            if (!grp) {
+                const __m256 d = _mm256_mul_ps(dwv, da), dm = _mm256_mul_ps(dmv, da);
+                __m256i M = _mm256_madd_epi16(minsk[0], _mm256_set1_epi32(bsw[t][0]));
+                KUNROLL
+                for (int k = 1; k < 4; k++) M = _mm256_add_epi32(M, _mm256_madd_epi16(minsk[k], _mm256_set1_epi32(bsw[t][k])));
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(zred8(P[t])), d, acc[t]);
+                accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(M), dm, accm[t]);
+                continue;
+            }
             /* per 128-bit lane of H: lanes 0, 1 pair 2h, lanes 2, 3 pair 2h + 1 */
             __m256i rs[4];
             KUNROLL
@@ -1307,7 +1251,6 @@ KINLINE void tile_q4_K_gz(const uint8_t *const *wr, const uint8_t *restrict x, s
                 rs[2 * h] = _mm512_castsi512_si256(_mm512_shuffle_i32x4(sv, sv, _MM_SHUFFLE(3, 1, 2, 0)));
                 rs[2 * h + 1] = _mm512_castsi512_si256(_mm512_shuffle_i32x4(sv, sv, _MM_SHUFFLE(2, 0, 3, 1)));
             }
-            const __m256 da = _mm256_set1_ps(dat[t]);
             KUNROLL
             for (int k = 0; k < 4; k++) {
                 acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(rs[k]), _mm256_mul_ps(dwv, da), acc[t]);
@@ -1482,8 +1425,8 @@ DEF_MM_TILE(q4_K, CALL_Q4_K)
 DEF_MM_TILE(q4_K_grp, CALL_Q4_K_G)
 #if defined(KX_F512) /* the zmm tiles (TABLE_Z) */
 #define CALL_Q4_0_Z(wr, x, xrb, n, T, o, pf, pft) tile_q4_0_z(wr, x, xrb, n, T, o, pf, pft)
-#define CALL_Q4_K_Z(wr, x, xrb, n, T, o, pf, pft) tile_q4_K_z(wr, x, xrb, n, T, o, pf, (pft) / (size_t)((n) / 256))
-#define CALL_Q4_K_GZ(wr, x, xrb, n, T, o, pf, pft) tile_q4_K_gz(wr, x, xrb, n, T, o, pf, (pft) / (size_t)((n) / 256))
+#define CALL_Q4_K_Z(wr, x, xrb, n, T, o, pf, pft) tile_q4_K_z(wr, x, xrb, n, T, o, 0, pf, (pft) / (size_t)((n) / 256))
+#define CALL_Q4_K_GZ(wr, x, xrb, n, T, o, pf, pft) tile_q4_K_z(wr, x, xrb, n, T, o, 1, pf, (pft) / (size_t)((n) / 256))
 DEF_MM_TILE(q4_0_z, CALL_Q4_0_Z)
 DEF_MM_TILE(q4_K_z, CALL_Q4_K_Z)
 DEF_MM_TILE(q4_K_grp_z, CALL_Q4_K_GZ)
