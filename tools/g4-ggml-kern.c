@@ -5,8 +5,10 @@
  * (ggml_vec_dot_<type>_q8_<k>) and activation quantizers (quantize_row_q8_0/q8_1/q8_K).
  * This tool loads that library with dlopen and, for each weight type and row length, checks
  * that our activation quantizer gives the same bytes and that our kernel table's matmul gives
- * the same float, bit for bit, as ggml's vec_dot on the same weights and activations. Rows
- * are written by our quantizers from random data; lengths cover 1..48 blocks (E2B's 12288).
+ * the same float, bit for bit, as ggml's vec_dot on the same weights and activations, for one
+ * column and (where the table's pick for 4 columns is the same kernel) for 4 columns in one
+ * call, each against its own vec_dot. Rows are written by our quantizers from random data;
+ * lengths cover 1..48 blocks (E2B's 12288).
  *
  * The repacked kernels llama.cpp uses instead of vec_dot for Q4_0, Q4_K and IQ4_NL weights on
  * AVX2 (8-row interleaved gemv/gemm) are not reachable this way; their float order (one
@@ -665,6 +667,8 @@ int main(int argc, char **argv) {
     const int64_t nmax = 48 * 256;
     float *x = malloc((size_t)nmax * 4), *wf = malloc((size_t)nmax * 4);
     uint8_t *w = malloc((size_t)nmax * 2), *xq = malloc((size_t)nmax * 2), *xg = malloc((size_t)nmax * 2);
+    float *xr = malloc((size_t)nmax * 4);          /* [nmax] one rotated column */
+    uint8_t *xg4 = malloc((size_t)nmax * 2 * 4);  /* [4][act row bytes] the columns, ggml-quantized */
     for (size_t ti = 0; ti < sizeof T / sizeof T[0]; ti++) {
         const g4_type_traits *tr = quant_traits(T[ti].type);
         vec_dot_fn vd;
@@ -730,8 +734,23 @@ int main(int argc, char **argv) {
                     const float se = arm_vec_dot(ty, w, xg, n);
                     bad_emu += memcmp(&se, &sg, 4) != 0;
                 }
+                /* several columns in one call (prompt chunks, batches), where the pick for 4
+                 * columns is the one-column kernel (llama.cpp: vec_dot per column): column c is
+                 * x rotated by 37c, so a kernel that mixes up its columns' activations shows */
+                int bad_cols = 0;
+                const g4_matmul_fn mm1 = kern_pick(k, ty, 1, 0, n, 1, KERN_PLAIN);
+                if (!repk && kern_pick(k, ty, 4, 0, n, 1, KERN_PLAIN) == mm1) {
+                    float gc[4], oc[4];
+                    for (int c = 0; c < 4; c++) {
+                        for (int64_t i = 0; i < n; i++) xr[i] = x[(i + 37 * c) % n];
+                        qf(xr, xg4 + (size_t)c * xb, n);
+                        vd((int)n, &gc[c], 0, w, 0, xg4 + (size_t)c * xb, 0, 1);
+                    }
+                    mm1(oc, 1, w, quant_row_bytes(ty, n), xg4, xb, n, 0, 1, 4);
+                    bad_cols = memcmp(gc, oc, sizeof gc) != 0;
+                }
                 n_case++;
-                if (memcmp(&sg, &so, 4) || memcmp(&sgg, &sog, 4)) {
+                if (memcmp(&sg, &so, 4) || memcmp(&sgg, &sog, 4) || bad_cols) {
                     bad_d++;
                     const double r = fabs((double)sg - (double)so) / (fabs((double)sg) + 1e-30);
                     if (r > worst) worst = r;
@@ -809,6 +828,6 @@ int main(int argc, char **argv) {
             }
     }
     printf("%d passed, %d failed\n", pass, fail);
-    free(x); free(wf); free(w); free(xq); free(xg);
+    free(x); free(wf); free(w); free(xq); free(xg); free(xr); free(xg4);
     return fail ? 1 : 0;
 }
