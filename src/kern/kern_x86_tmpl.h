@@ -676,12 +676,16 @@ static const uint16_t Q6Z_SC[4][32] = { /* vpermw indices: word of lane l of pai
     { L8(8), L8(9), L8(10), L8(11) }, { L8(12), L8(13), L8(14), L8(15) },
 #undef L8
 };
-KINLINE __m256i q6_sb1_z(const uint8_t *restrict w, const uint8_t *restrict a) {
+/* the T tokens' 8 i32 lanes of one super-block (sumi[t], as q6_sb1 gives for token t): the
+ * codes and scale words are formed once for all T; a[t] = token t's Q8_K block */
+KINLINE void q6_sbt_z(const uint8_t *restrict w, const uint8_t *const a[KMAXT], const int T, __m256i sumi[KMAXT]) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
     const __m512i shl = _mm512_loadu_si512(Q6Z_SH[0]), shr = _mm512_loadu_si512(Q6Z_SH[1]);
     const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(w + 192));
     const __m512i scz = _mm512_castsi256_si512(sc16);
-    __m512i v = _mm512_setzero_si512();
+    __m512i v[KMAXT];
+    KUNROLL
+    for (int t = 0; t < T; t++) v[t] = _mm512_setzero_si512();
     KUNROLL
     for (int c = 0; c < 2; c++) {
         const __m512i ql = _mm512_loadu_si512(w + 64 * c);
@@ -691,12 +695,47 @@ KINLINE __m256i q6_sb1_z(const uint8_t *restrict w, const uint8_t *restrict a) {
                                            _mm512_and_si512(_mm512_srlv_epi16(qh, shr), m30));
         const __m512i sa = _mm512_permutexvar_epi16(_mm512_loadu_si512(Q6Z_SC[2 * c]), scz);
         const __m512i sb = _mm512_permutexvar_epi16(_mm512_loadu_si512(Q6Z_SC[2 * c + 1]), scz);
-        v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(qa, _mm512_loadu_si512(a + 4 + 128 * c)), sa);
-        v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(qb, _mm512_loadu_si512(a + 4 + 128 * c + 64)), sb);
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            v[t] = _mm512_dpwssd_epi32(v[t], _mm512_maddubs_epi16(qa, _mm512_loadu_si512(a[t] + 4 + 128 * c)), sa);
+            v[t] = _mm512_dpwssd_epi32(v[t], _mm512_maddubs_epi16(qb, _mm512_loadu_si512(a[t] + 4 + 128 * c + 64)), sb);
+        }
     }
-    const __m256i sumi = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-    const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(ld256(a + 260), sc16), 5);
-    return _mm256_sub_epi32(sumi, corr);
+    KUNROLL
+    for (int t = 0; t < T; t++) {
+        const __m256i s = _mm256_add_epi32(_mm512_castsi512_si256(v[t]), _mm512_extracti64x4_epi64(v[t], 1));
+        const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(ld256(a[t] + 260), sc16), 5);
+        sumi[t] = _mm256_sub_epi32(s, corr);
+    }
+}
+KINLINE __m256i q6_sb1_z(const uint8_t *restrict w, const uint8_t *restrict a) {
+    const uint8_t *at[KMAXT] = { a };
+    __m256i s[KMAXT];
+    q6_sbt_z(w, at, 1, s);
+    return s[0];
+}
+/* dot_q6_K_ymm's lanes and float steps for T tokens with q6_sbt_z's integer part (prompt
+ * chunks, batched decode) */
+KINLINE void dot_q6_K_zt(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
+                         const int T, float *restrict out) {
+    __m256 acc[KMAXT];
+    KUNROLL
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    const int64_t nb = n / 256;
+    for (int64_t i = 0; i < nb; i++, w += 210) {
+        KPREFETCH(w, 210);
+        const float dw = h2f(w + 208);
+        const uint8_t *a[KMAXT];
+        KUNROLL
+        for (int t = 0; t < T; t++) a[t] = x + t * xrb + i * 292;
+        __m256i sumi[KMAXT];
+        q6_sbt_z(w, a, T, sumi);
+        KUNROLL
+        for (int t = 0; t < T; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(rdf(a[t]) * dw), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+    }
+    KUNROLL
+    for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
 }
 #endif
 
@@ -1762,12 +1801,18 @@ DEF_MM(q5_K)
 DEF_MM(q5_K_z)
 #endif
 DEF_MM(q6_K_multi)
+#if defined(KX_F512)
+DEF_MM(q6_K_zt)
+#define KX_Q6_MULTI_Z mm_q6_K_zt
+#else
+#define KX_Q6_MULTI_Z mm_q6_K_multi
+#endif
 #define DEF_MM_Q6_K(sfx, Z)                                                                             \
     static void mm_q6_K##sfx(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, \
                              const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0,    \
                              int64_t row1, int n_tok) {                                                   \
         if (n_tok > 1) {                                                                                 \
-            mm_q6_K_multi(y, ldy, w, w_row_bytes, xq, xq_row_bytes, n_in, row0, row1, n_tok);            \
+            (Z ? KX_Q6_MULTI_Z : mm_q6_K_multi)(y, ldy, w, w_row_bytes, xq, xq_row_bytes, n_in, row0, row1, n_tok); \
             return;                                                                                      \
         }                                                                                                \
         for (int64_t r = row0; r < row1; r++) y[r] = dot_q6_K_1(w + (size_t)r * w_row_bytes, xq, n_in, Z); \
