@@ -62,6 +62,14 @@ KINLINE float hsum_ps(__m256 v) {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
 }
+/* the T tokens' float step of Q8_K super-block i (x: token 0's activation rows, xrb apart):
+ * acc[t] += (d(token t) * dw) * float(sumi[t]), ggml's fma per super-block */
+KINLINE void kq_acc_t(__m256 *acc, const __m256i *sumi, const uint8_t *restrict x, size_t xrb, int64_t i,
+                      float dw, const int T) {
+    KUNROLL
+    for (int t = 0; t < T; t++)
+        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(rdf(x + t * xrb + i * 292) * dw), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+}
 
 KINLINE int hsum_i32(__m256i v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -457,13 +465,12 @@ KINLINE void q4k_bsw(const uint8_t *a, int32_t bsw[4], float *da) {
     bsw[3] = _mm256_extract_epi32(p16, 5);
 }
 /* one Q4_K row's super-block at w (scales at w + 4, codes at w + 16): codes z[0..3] (low, high
- * nibbles of the two 64-byte loads: the partners of kq_act_z's az[k]), scale words sc[k] (K4Z_SC),
- * the mins as i16 (*mrow) */
-KINLINE void q4k_row_z(const uint8_t *w, __m512i z[4], __m512i sc[4], __m128i *mrow) {
+ * nibbles of the two 64-byte loads: the partners of kq_act_z's az[k]), the scale and min bytes
+ * (*sm, kq_scales_v: the caller forms its scale words), the mins as i16 (*mrow) */
+KINLINE void q4k_row_z(const uint8_t *w, __m512i z[4], __m128i *sm, __m128i *mrow) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
-    const __m128i sm = kq_scales_v(w + 4);
-    *mrow = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
-    kq_sc_z(sm, sc);
+    *sm = kq_scales_v(w + 4);
+    *mrow = _mm_cvtepu8_epi16(_mm_srli_si128(*sm, 8));
     const __m512i q0 = ld512(w + 16), q1 = ld512(w + 80);
     z[0] = _mm512_and_si512(q0, m4), z[1] = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
     z[2] = _mm512_and_si512(q1, m4), z[3] = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
@@ -629,11 +636,10 @@ KINLINE void dot_q6_K_ymm(const uint8_t *restrict w, const uint8_t *restrict x, 
         }
         KUNROLL
         for (int t = 0; t < T; t++) {
-            const uint8_t *a = x + t * xrb + i * 292;
-            const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(ld256(a + 260), sc16), 5);
-            const __m256i s = _mm256_sub_epi32(sumi[t], corr);
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(rdf(a) * dw), _mm256_cvtepi32_ps(s), acc[t]);
+            const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(ld256(x + t * xrb + i * 292 + 260), sc16), 5);
+            sumi[t] = _mm256_sub_epi32(sumi[t], corr);
         }
+        kq_acc_t(acc, sumi, x, xrb, i, dw, T);
     }
     KUNROLL
     for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
@@ -740,9 +746,7 @@ KINLINE void dot_q6_K_zt(const uint8_t *restrict w, const uint8_t *restrict x, s
         for (int t = 0; t < T; t++) a[t] = x + t * xrb + i * 292;
         __m256i sumi[KMAXT];
         q6_sbt_z(w, a, T, sumi);
-        KUNROLL
-        for (int t = 0; t < T; t++)
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(rdf(a[t]) * dw), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        kq_acc_t(acc, sumi, x, xrb, i, dw, T);
     }
     KUNROLL
     for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
@@ -888,11 +892,7 @@ KINLINE void dot_iq4_xs(const uint8_t *restrict w, const uint8_t *restrict x, si
         const float dw = h2f(w);
         __m256i sumi[KMAXT];
         iq4_xs_sb(w, x, xrb, i, T, sumi);
-        KUNROLL
-        for (int t = 0; t < T; t++) {
-            const uint8_t *a = x + t * xrb + i * 292;
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(rdf(a) * dw), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-        }
+        kq_acc_t(acc, sumi, x, xrb, i, dw, T);
     }
     KUNROLL
     for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
@@ -1262,12 +1262,15 @@ KINLINE void tile_q4_K_z(const uint8_t *const *wr, const uint8_t *restrict x, si
                 _mm_prefetch(q + 128 * r + 64, _MM_HINT_T0);
                 if (r < 2) _mm_prefetch(q + 1024 + 64 * r, _MM_HINT_T0);
             }
-            __m512i z[4], sc[4], scp[2];
-            q4k_row_z(wr[r] + off, z, sc, &mrow[r]); /* sc: the gemv's; scp: the gemm's */
+            __m512i z[4], sc[4], scp[2]; /* scale words: sc the gemv's (K4Z_SC), scp the gemm's */
+            __m128i sm;
+            q4k_row_z(wr[r] + off, z, &sm, &mrow[r]);
             if (grp) {
-                const __m512i sb = _mm512_broadcast_i32x4(kq_scales_v(wr[r] + off + 4));
+                const __m512i sb = _mm512_broadcast_i32x4(sm);
                 scp[0] = _mm512_shuffle_epi8(sb, ld512(K4Z_SCP[0]));
                 scp[1] = _mm512_shuffle_epi8(sb, ld512(K4Z_SCP[1]));
+            } else {
+                kq_sc_z(sm, sc);
             }
             KUNROLL
             for (int t = 0; t < T; t++) {
