@@ -159,20 +159,24 @@ static void gather_task(void *vc, int64_t i0, int64_t i1, int thread) {
     }
 }
 
-/* work items [i0, i1) of a stage: MOE_ROWS weight rows of one entry each */
+/* work items [i0, i1) of a stage (MOE_ROWS weight rows each): one kernel call per entry the
+ * range covers, so a claim's rows of one expert stream as one run (the tiles prefetch the
+ * next tile only inside a call) */
 static void stage_task(void *vc, int64_t i0, int64_t i1, int thread) {
     (void)thread;
     const moe_ctx *c = vc;
     const g4_kern *k = c->m->kern;
-    for (int64_t it = i0; it < i1; it++) {
+    for (int64_t it = i0; it < i1;) {
         int lo = 0, hi = c->n_ent - 1; /* the last entry with item0 <= it */
         while (lo < hi) {
             const int mid = (lo + hi + 1) / 2;
             if (c->ent[mid].item0 <= it) lo = mid; else hi = mid - 1;
         }
         const moe_entry *e = &c->ent[lo];
+        const int64_t e_end = e->item0 + (e->n_rows + MOE_ROWS - 1) / MOE_ROWS;
+        const int64_t it1 = e_end < i1 ? e_end : i1;
         const int64_t r0 = (it - e->item0) * MOE_ROWS;
-        const int64_t r1 = r0 + MOE_ROWS < e->n_rows ? r0 + MOE_ROWS : e->n_rows;
+        const int64_t r1 = (it1 - e->item0) * MOE_ROWS < e->n_rows ? (it1 - e->item0) * MOE_ROWS : e->n_rows;
         const g4_matmul_fn fn = e->grp ? k->matmul_grp[e->type] : k->matmul[e->type];
         fn(e->y, e->ldy, e->w, e->w_rb, e->xq, e->xq_rb, e->n_in, r0, r1, e->n_tok);
         if (e->scale != 1.0f) /* ref: build_lora_mm_id: ggml_mul(mul_mat_id, scale[e]) */
@@ -180,6 +184,7 @@ static void stage_task(void *vc, int64_t i0, int64_t i1, int thread) {
                 float *yt = e->y + (size_t)t * e->ldy;
                 for (int64_t r = r0; r < r1; r++) yt[r] = yt[r] * e->scale;
             }
+        it = it1;
     }
 }
 
@@ -225,7 +230,7 @@ static void combine_task(void *vc, int64_t i0, int64_t i1, int thread) {
 
 static int dot_of(const g4_tensor *t) { return quant_traits(t->type)->dot_type; }
 
-/* items of MOE_ROWS rows per thread claim */
+/* items of MOE_ROWS rows, claimed in shrinking runs (guided) */
 static void run_stage(g4_pool *pool, moe_ctx *c, moe_entry *ent, int n_ent) {
     int64_t items = 0;
     for (int i = 0; i < n_ent; i++) {
@@ -234,7 +239,7 @@ static void run_stage(g4_pool *pool, moe_ctx *c, moe_entry *ent, int n_ent) {
     }
     c->ent = ent;
     c->n_ent = n_ent;
-    if (n_ent > 0) pool_for(pool, items, 1, stage_task, c);
+    if (n_ent > 0) pool_for_guided(pool, items, 1, stage_task, c);
 }
 
 /* IQ4_XS experts with >= 8 columns take ggml's IQ panel gemm (ggml_cpu_iqp_mul_mat_id_min_batch) */

@@ -2,12 +2,13 @@
  * E2B shapes next to the single-thread DRAM read rate measured in the same run, and Q4_K
  * prefill GEMM throughput next to a measured int8 dot peak.
  *
- *   build/g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H] [-D] [-B] [-A]
+ *   build/g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H] [-D] [-B] [-A] [-E]
  *   (-q: quick, small shapes; -T q4_K,q6_K: only these weight types; -S LM: only shapes whose
  *   label contains this; -1: matvec on 1 thread only, no 2-thread runs, no GEMM; -H: matvec
  *   weights in transparent huge pages (madvise), to compare with 4 KiB pages; -D: only the
  *   DRAM read rates, 1 and 2 threads, for scripts/bench_vs_llama.sh; -B: batched decode
- *   per-token costs; -A: the attention products of one decoded token at depth)
+ *   per-token costs; -A: the attention products of one decoded token at depth; -E: the routed
+ *   experts of a 26B-A4B layer)
  *
  * Shapes are ggml order n_in x n_out (ffn_gate/up 1536x6144, ffn_down 6144x1536, layers
  * 15-34 gate/up 1536x12288, LM head 1536x262144). Weights are random blocks (random bytes,
@@ -363,9 +364,70 @@ static void bench_attn(const g4_kern *k, int reps) {
     }
 }
 
+/* -E: the routed experts of one 26B-A4B layer (128 experts, 8 used; gate_up 2816 x 1408 in
+ * Q4_K, down 704 x 2816 in Q5_0 or Q8_0, Q4_K_M's picks), 1 thread, weights from DRAM: each
+ * timed run multiplies 8 distinct random experts of the 128, as moe.c's stages do, with n_tok
+ * columns each (1: decode; 16: a 256-token prompt's average). Calls of `rows` weight rows
+ * (moe.c's work items) or one call per expert. GB/s of weights, and ns per row and column. */
+static void bench_experts(const g4_kern *k, int reps, const char *types) {
+    static const struct { uint32_t type; int64_t n_in, n_out; const char *what; } EX[] = {
+        { G4_TYPE_Q4_K, 2816, 1408, "gate_up" }, { G4_TYPE_Q5_0, 704, 2816, "down" }, { G4_TYPE_Q8_0, 704, 2816, "down" },
+    };
+    printf("routed experts, 1 thread, 8 of 128 per run (new picks every run), medians of %d\n", reps);
+    for (size_t ei = 0; ei < sizeof EX / sizeof EX[0]; ei++) {
+        const uint32_t ty = EX[ei].type;
+        if (!type_wanted(types, ty)) continue;
+        const int64_t n_in = EX[ei].n_in, n_out = EX[ei].n_out;
+        const size_t wrb = quant_row_bytes(ty, n_in), eb = wrb * (size_t)n_out;
+        uint8_t *w = weights_alloc(eb * 128, 0);
+        if (!w) continue;
+        random_blocks(ty, w, eb * 128);
+        const int dt = quant_traits(ty)->dot_type;
+        const size_t xrb = kern_act_row_bytes(dt, n_in);
+        enum { MAXT = 16 };
+        float *x = malloc((size_t)n_in * MAXT * sizeof *x), *y = malloc((size_t)n_out * MAXT * sizeof *y);
+        uint8_t *xq = malloc(xrb * MAXT);
+        for (int64_t i = 0; i < n_in * MAXT; i++) x[i] = (float)((int64_t)(next_rand() % 2001) - 1000) * 1e-3f;
+        for (int t = 0; t < MAXT; t++) k->quantize_act[dt](x + (size_t)t * (size_t)n_in, xq + (size_t)t * xrb, n_in);
+        static const int NT[] = { 1, 16 };
+        static const int64_t ROWS[] = { 16, 0 };
+        for (int ni = 0; ni < 2; ni++)
+            for (int ri = 0; ri < 2; ri++) {
+                const int64_t step = ROWS[ri] ? ROWS[ri] : n_out;
+                double t[64];
+                for (int r = 0; r <= reps; r++) {
+                    int pick[8];
+                    for (int e = 0; e < 8; e++) {
+                        int again;
+                        do { /* distinct experts */
+                            pick[e] = (int)(next_rand() % 128);
+                            again = 0;
+                            for (int f = 0; f < e; f++) again |= pick[f] == pick[e];
+                        } while (again);
+                    }
+                    const double t0 = now_s();
+                    for (int e = 0; e < 8; e++)
+                        for (int64_t r0 = 0; r0 < n_out; r0 += step)
+                            k->matmul[ty](y, (size_t)n_out, w + (size_t)pick[e] * eb, wrb, xq, xrb, n_in, r0,
+                                          r0 + step < n_out ? r0 + step : n_out, NT[ni]);
+                    __asm__ volatile("" ::: "memory");
+                    if (r) t[r - 1] = now_s() - t0;
+                }
+                const double med = median(t, reps);
+                char calls[32];
+                if (ROWS[ri]) snprintf(calls, sizeof calls, "%lld-row calls", (long long)ROWS[ri]);
+                else snprintf(calls, sizeof calls, "one call each");
+                printf("%-6s %-8s %4lldx%-5lld n_tok %2d, %-14s %5.1f GB/s %7.3f ns per row and column\n",
+                       quant_traits(ty)->name, EX[ei].what, (long long)n_in, (long long)n_out, NT[ni], calls,
+                       8.0 * (double)eb / med * 1e-9, med * 1e9 / (8.0 * (double)n_out * NT[ni]));
+            }
+        free(x); free(y); free(xq); free(w);
+    }
+}
+
 int main(int argc, char **argv) {
     const char *force = NULL;
-    int reps = 7, quick = 0, only1 = 0, huge = 0, dram_only = 0, batched = 0, attn = 0;
+    int reps = 7, quick = 0, only1 = 0, huge = 0, dram_only = 0, batched = 0, attn = 0, experts = 0;
     const char *types = NULL, *shapes = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-k") && i + 1 < argc) force = argv[++i];
@@ -376,9 +438,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-D")) dram_only = 1;
         else if (!strcmp(argv[i], "-B")) batched = 1;
         else if (!strcmp(argv[i], "-A")) attn = 1;
+        else if (!strcmp(argv[i], "-E")) experts = 1;
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-q")) quick = 1;
-        else { fprintf(stderr, "usage: g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H] [-D] [-B] [-A]\n"); return 2; }
+        else { fprintf(stderr, "usage: g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H] [-D] [-B] [-A] [-E]\n"); return 2; }
     }
     if (reps < 1) reps = 1;
     if (reps > 31) reps = 31;
@@ -392,6 +455,7 @@ int main(int argc, char **argv) {
 
     if (batched) { bench_batched(k, reps, types); return 0; }
     if (attn) { bench_attn(k, reps); return 0; }
+    if (experts) { bench_experts(k, reps, types); return 0; }
     printf("kernel set: %s, reps %d (medians)\n", k->name, reps);
     double bw_best = 0;
     const size_t dram_bytes = quick ? (size_t)256 << 20 : (size_t)1 << 30;
