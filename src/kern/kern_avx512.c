@@ -27,6 +27,12 @@ static inline __m512 g4_simde_cvtph_ps(__m256i h) {
                               _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), 1);
 }
 #define _mm512_cvtph_ps(h) g4_simde_cvtph_ps(h)
+/* nor this conversion: the two halves by the ymm one (the same rounding per lane) */
+static inline __m512 g4_simde_cvtepi32_ps(__m512i v) {
+    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_cvtepi32_ps(_mm512_castsi512_si256(v))),
+                              _mm256_cvtepi32_ps(_mm512_extracti64x4_epi64(v, 1)), 1);
+}
+#define _mm512_cvtepi32_ps(v) g4_simde_cvtepi32_ps(v)
 /* SIMDe 0.7.4's vscalefps does not round subnormal results as the instruction does: a * 2^floor(b)
  * by ldexpf, rounded once (b clamped: ldexpf saturates the same way) */
 #include <math.h>

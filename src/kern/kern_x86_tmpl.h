@@ -282,33 +282,6 @@ KINLINE void dot_bf16z_tb(const uint8_t *restrict w, const uint8_t *restrict x, 
         }                                                                                             \
         KUNROLL \
         for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);                                        \
-    }                                                                                                 \
-    /* decode, two rows (w, w + wrb) at once: the same chain per row, two chains in flight (one  \
-     * row's FMA chain alone is latency-bound: 4 cycles per 32-element block) */                  \
-    KINLINE void dot2_##tname(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x,       \
-                              int64_t n, float *restrict out, const float *restrict da) {           \
-        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();                               \
-        const __m256i ones = _mm256_set1_epi16(1);                                                    \
-        const int64_t nb = n / 32;                                                                    \
-        /* the next pair of rows, 2 * wbytes per block (the pair's two interleaved streams leave   \
-         * gaps the hardware prefetchers lose: 7-8 GB/s from DRAM without this) */                 \
-        const char *pf = (const char *)w + 2 * wrb;                                                   \
-        for (int64_t i = 0; i < nb; i++, w += wbytes) {                                               \
-            _mm_prefetch(pf + 2 * (size_t)i * wbytes, _MM_HINT_T0);                                   \
-            _mm_prefetch(pf + 2 * (size_t)i * wbytes + 63, _MM_HINT_T0);                              \
-            const __m256i s0 = DECODE(w), s1 = DECODE(w + wrb);                                       \
-            const __m256i a = ld256(x + i * 34 + 2);                                                  \
-            __m256i p0, p1;                                                                           \
-            /* vpmaddubsw + vpmaddwd on every table: vpdpbusd measured 1-1.5 GB/s slower here   \
-             * from DRAM on Zen 5 (LM head, 3 alternating pairs; the same sums) */                  \
-            p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(s0, s0), _mm256_sign_epi8(a, s0)), ones); \
-            p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(s1, s1), _mm256_sign_epi8(a, s1)), ones); \
-            const __m256 dai = _mm256_broadcast_ss(da + i);                                           \
-            acc0 = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(h2f(w)), dai), _mm256_cvtepi32_ps(p0), acc0); \
-            acc1 = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(h2f(w + wrb)), dai), _mm256_cvtepi32_ps(p1), acc1); \
-        }                                                                                             \
-        out[0] = hsum_ps(acc0);                                                                       \
-        out[1] = hsum_ps(acc1);                                                                       \
     }
 
 KINLINE __m256i dec_q8_0(const uint8_t *b) { return ld256(b + 2); }
@@ -1602,8 +1575,8 @@ KINLINE void dot_q2_K_rm(const uint8_t *restrict w, const uint8_t *restrict x, s
 /* Driver for the Q8_0-activation 32-element formats: per row tile, token group and segment
  * of <= KDA_MAX blocks, the activation scales are converted to f32 once (da, [4][KDA_MAX]
  * on the stack); rows longer than KDA_MAX blocks are summed over segments. */
-#define DEF_MM_B32(tname, wbytes, TWO, sfx)                                                           \
-    static void mm_##tname##sfx(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, \
+#define DEF_MM_B32(tname, wbytes)                                                           \
+    static void mm_##tname(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, \
                            const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0,    \
                            int64_t row1, int n_tok) {                                                   \
         const uint8_t *x = xq;                                                                         \
@@ -1615,12 +1588,6 @@ KINLINE void dot_q2_K_rm(const uint8_t *restrict w, const uint8_t *restrict x, s
                 const uint8_t *xt = x + (size_t)s0 * 34;                                               \
                 for (int64_t b = 0; b < sn; b++) da[b] = h2f(xt + b * 34);                             \
                 int64_t r = row0;                                                                      \
-                /* two rows at a time in TABLE_Z (measured on Zen 5; Zen 1 and Zen 4 not yet) */       \
-                for (; TWO && r + 2 <= row1; r += 2) {                                                 \
-                    dot2_##tname(w + (size_t)r * w_row_bytes + (size_t)s0 * wbytes, w_row_bytes, xt, sn * 32, o, da); \
-                    y[r] = s0 ? y[r] + o[0] : o[0];                                                    \
-                    y[r + 1] = s0 ? y[r + 1] + o[1] : o[1];                                            \
-                }                                                                                      \
                 for (; r < row1; r++) {                                                                \
                     dot_##tname(w + (size_t)r * w_row_bytes + (size_t)s0 * wbytes, xt, xq_row_bytes, sn * 32, 1, o, da); \
                     y[r] = s0 ? y[r] + o[0] : o[0];                                                    \
@@ -1654,6 +1621,110 @@ KINLINE void dot_q2_K_rm(const uint8_t *restrict w, const uint8_t *restrict x, s
             }                                                                                          \
         }                                                                                              \
     }
+#if defined(KX_F512)
+/* ==== Q8_0 / Q5_0 in zmm: two weight rows per register ====
+ * [row r | row r + 1] in the two 256-bit halves, every lane the lane of dot_##tname's ymm
+ * for its row: the same u8 x s8 sums of 4 (vpdpbusd; the signs moved onto the activations by
+ * a byte mask, as vpsignb does in ymm), the same d = dw * da, one FMA chain per row and
+ * token, each half reduced by hsum_ps: the same bits as dot_##tname. Codes, |codes|, their
+ * sign mask and the row pair's scales are made once per block for all tokens. */
+/* the two rows' signed codes of one block: Q8_0 as stored */
+KINLINE __m512i dec2z_q8_0(const uint8_t *b0, const uint8_t *b1) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(ld256(b0 + 2)), ld256(b1 + 2), 1);
+}
+/* Q5_0: 128-bit lanes [qs0, qs0 >> 4, qs1, qs1 >> 4] & 15 are the low four bits in element
+ * order; code - 16 = nibble where the fifth bit is set, nibble - 16 where clear */
+KINLINE __m512i dec2z_q5_0(const uint8_t *b0, const uint8_t *b1) {
+    const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(b0 + 6))),
+                                              _mm_loadu_si128((const __m128i *)(const void *)(b1 + 6)), 1);
+    const __m512i z = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), _mm512_castsi256_si512(q));
+    const __m512i nib = _mm512_and_si512(_mm512_srlv_epi64(z, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)), _mm512_set1_epi8(0x0F));
+    const __mmask64 clear = ~((uint64_t)quant_rd32(b0 + 2) | (uint64_t)quant_rd32(b1 + 2) << 32);
+    return _mm512_mask_sub_epi8(nib, clear, nib, _mm512_set1_epi8(16));
+}
+/* [dw(row r) x 8 | dw(row r + 1) x 8] */
+KINLINE __m512 dw2z(const uint8_t *b0, const uint8_t *b1) {
+    const __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16((short)quant_rd16(b0))),
+                                              _mm_set1_epi16((short)quant_rd16(b1)), 1);
+    return _mm512_cvtph_ps(h);
+}
+/* rows w and w + wrb, T tokens (x, xrb apart), n elements; out[2 * t + j]: row j, token t.
+ * pf: the next row pair's first byte (prefetched, 2 * wbytes per block) */
+#define KZT 8 /* tokens per pass of a row pair */
+#define DEF_DOT2Z_B32(tname, wbytes, DEC2)                                                            \
+    KINLINE void dot2z_##tname(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x, size_t xrb, \
+                               int64_t n, const int T, float *restrict out, const float *restrict da,  \
+                               const char *pf) {                                                     \
+        __m512 acc[KZT];                                                                           \
+        KUNROLL                                                                                      \
+        for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();                                    \
+        const int64_t nb = n / 32;                                                                   \
+        for (int64_t i = 0; i < nb; i++, w += wbytes) {                                              \
+            /* the pair's two interleaved streams leave gaps the hardware prefetchers lose */        \
+            _mm_prefetch(pf + 2 * (size_t)i * wbytes, _MM_HINT_T0);                                  \
+            _mm_prefetch(pf + 2 * (size_t)i * wbytes + 63, _MM_HINT_T0);                             \
+            const __m512i sc = DEC2(w, w + wrb);                                                     \
+            const __m512i u = _mm512_abs_epi8(sc);                                                   \
+            const __mmask64 neg = _mm512_movepi8_mask(sc);                                           \
+            const __m512 dw = dw2z(w, w + wrb);                                                      \
+            KUNROLL                                                                                  \
+            for (int t = 0; t < T; t++) {                                                            \
+                __m512i a = _mm512_broadcast_i64x4(ld256(x + t * xrb + i * 34 + 2));                 \
+                a = _mm512_mask_sub_epi8(a, neg, _mm512_setzero_si512(), a);                         \
+                const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, a);                 \
+                const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(da[t * KDA_MAX + i]));             \
+                acc[t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(p), acc[t]);                          \
+            }                                                                                        \
+        }                                                                                            \
+        KUNROLL                                                                                      \
+        for (int t = 0; t < T; t++) {                                                                \
+            out[2 * t] = hsum_ps(_mm512_castps512_ps256(acc[t]));                                    \
+            out[2 * t + 1] = hsum_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[t]), 1))); \
+        }                                                                                            \
+    }
+DEF_DOT2Z_B32(q8_0, 34, dec2z_q8_0)
+DEF_DOT2Z_B32(q5_0, 22, dec2z_q5_0)
+/* Driver: row pairs (an odd last row is paired with itself) x token groups of <= 4, the pair
+ * in L1 across the groups; segments of <= KDA_MAX blocks as DEF_MM_B32 */
+#define DEF_MM_B32Z(tname, wbytes, DEC2)                                                              \
+    static void mm_##tname##_z(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, \
+                               const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0, \
+                               int64_t row1, int n_tok) {                                                 \
+        const uint8_t *x = xq;                                                                           \
+        float o[2 * KZT], da[KZT * KDA_MAX];                                                         \
+        const int64_t nb = n_in / 32;                                                                    \
+        for (int64_t s0 = 0; s0 < nb; s0 += KDA_MAX) {                                                   \
+            const int64_t sn = nb - s0 < KDA_MAX ? nb - s0 : KDA_MAX;                                    \
+            for (int t = 0; t < n_tok; t += KZT) {                                                     \
+                const int nt = n_tok - t < KZT ? n_tok - t : KZT;                                    \
+                const uint8_t *xt = x + (size_t)t * xq_row_bytes + (size_t)s0 * 34;                      \
+                for (int k = 0; k < nt; k++)                                                             \
+                    for (int64_t b = 0; b < sn; b++) da[k * KDA_MAX + b] = h2f(xt + k * xq_row_bytes + b * 34); \
+                for (int64_t r = row0; r < row1; r += 2) {                                               \
+                    const int two = r + 1 < row1;                                                        \
+                    const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * wbytes;               \
+                    const size_t wrb = two ? w_row_bytes : 0;                                            \
+                    const char *pf = (const char *)wr + 2 * w_row_bytes; /* may pass row1: never faults */ \
+                    switch (nt) {                                                                        \
+                    case 8: dot2z_##tname(wr, wrb, xt, xq_row_bytes, sn * 32, 8, o, da, pf); break;      \
+                    case 7: dot2z_##tname(wr, wrb, xt, xq_row_bytes, sn * 32, 7, o, da, pf); break;      \
+                    case 6: dot2z_##tname(wr, wrb, xt, xq_row_bytes, sn * 32, 6, o, da, pf); break;      \
+                    case 5: dot2z_##tname(wr, wrb, xt, xq_row_bytes, sn * 32, 5, o, da, pf); break;      \
+                    case 4: dot2z_##tname(wr, wrb, xt, xq_row_bytes, sn * 32, 4, o, da, pf); break;      \
+                    case 3: dot2z_##tname(wr, wrb, xt, xq_row_bytes, sn * 32, 3, o, da, pf); break;      \
+                    case 2: dot2z_##tname(wr, wrb, xt, xq_row_bytes, sn * 32, 2, o, da, pf); break;      \
+                    default: dot2z_##tname(wr, wrb, xt, xq_row_bytes, sn * 32, 1, o, da, pf); break;     \
+                    }                                                                                    \
+                    for (int k = 0; k < nt; k++)                                                         \
+                        for (int j = 0; j < 1 + two; j++) {                                              \
+                            float *yy = &y[(size_t)(t + k) * ldy + (size_t)(r + j)];                     \
+                            *yy = s0 ? *yy + o[2 * k + j] : o[2 * k + j];                                \
+                        }                                                                                \
+                }                                                                                        \
+            }                                                                                            \
+        }                                                                                                \
+    }
+#endif
 DEF_MM(f32)
 DEF_MM(f16)
 DEF_MM(bf16)
@@ -1815,11 +1886,11 @@ static void round_f16_x86(float *x, int64_t n) {
     for (; i < n; i++) x[i] = g4_f16_to_f32(g4_f32_to_f16(x[i]));
 }
 
-DEF_MM_B32(q8_0, 34, 0, )
-DEF_MM_B32(q5_0, 22, 0, )
+DEF_MM_B32(q8_0, 34)
+DEF_MM_B32(q5_0, 22)
 #if defined(KX_F512)
-DEF_MM_B32(q8_0, 34, 1, _z)
-DEF_MM_B32(q5_0, 22, 1, _z)
+DEF_MM_B32Z(q8_0, 34, dec2z_q8_0)
+DEF_MM_B32Z(q5_0, 22, dec2z_q5_0)
 #endif
 DEF_MM(q5_K)
 #if defined(KX_F512)
