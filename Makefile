@@ -33,7 +33,7 @@ B       ?= build
 
 ARCH := $(shell $(CC) -dumpmachine 2>/dev/null | cut -d- -f1)
 
-LIB_SRC  = $(wildcard src/*.c src/quant/*.c src/kern/cpu.c src/kern/kern_scalar.c src/kern/kern_exp.c)
+LIB_SRC  = $(wildcard src/*.c src/quant/*.c src/kern/cpu.c src/kern/kern_scalar.c src/kern/kern_exp.c src/kern/kern_tanh.c)
 ifneq ($(filter x86_64 amd64,$(ARCH)),)
 LIB_SRC += $(wildcard src/kern/kern_avx2.c src/kern/kern_avx512.c)
 endif

@@ -94,6 +94,7 @@ typedef struct mm_ctx {
     unsigned flags;        /* kern_pick flags (KERN_PLAIN) */
     float scale;
     float softcap;         /* 0 = none; else y = c * tanhf(y * (1/c)) after the scale */
+    void (*capf)(float *y, int64_t n, float c); /* the model's SIMD soft-cap, or NULL: libm */
     float *const *dst;     /* NULL, or [n_tok]: copy each finished y row there (NULL = keep) */
 } mm_ctx;
 
@@ -133,7 +134,8 @@ static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
             for (int64_t r = r0; r < r1; r++) yt[r] *= c->scale;
         }
     if (c->softcap != 0.0f)
-        for (int t = 0; t < c->n_tok; t++) forward_softcap(c->y + (size_t)t * c->ldy + r0, r1 - r0, c->softcap);
+        for (int t = 0; t < c->n_tok; t++)
+            (c->capf ? c->capf : forward_softcap)(c->y + (size_t)t * c->ldy + r0, r1 - r0, c->softcap);
     if (c->dst)
         for (int t = 0; t < c->n_tok; t++) {
             const float *yt = c->y + (size_t)t * c->ldy;
@@ -150,7 +152,7 @@ static void matmul_ex(g4_work *wk, const g4_tensor *w, const float *x, int n_tok
         .kern = m->kern, .w = w, .x = x, .xq = wk->act,
         .dot_type = quant_traits(w->type)->dot_type,
         .y = y, .ldy = ldy, .row0 = row0, .n_tok = n_tok, .cols = cols, .N = N, .flags = flags, .scale = scale,
-        .softcap = softcap, .dst = dst,
+        .softcap = softcap, .capf = m->softcap, .dst = dst,
     };
     c.xq_rb = kern_act_row_bytes(c.dot_type, w->ne[0]);
     G4_ASSERT(c.xq_rb <= wk->act_row_max && n_tok <= wk->n_rows && row1 <= w->ne[1]);

@@ -304,6 +304,40 @@ static void expsums(const g4_kern *k) {
     free(x); free(y); free(z);
 }
 
+/* the soft-cap's tanh: a table's SIMD form (kern.h softcap) gives kern_softcap_fd's bits on
+ * a sweep of bit patterns through every binade (both signs, subnormals, zeros, Inf, NaN,
+ * lengths that are not a multiple of the lanes); kern_tanhf_fd gives the C library's tanhf
+ * bits where kern_softcap_check says this C library computes it that way (glibc's fdlibm
+ * tanhf), else that part is reported and skipped */
+static void softcaps(const g4_kern *k) {
+    enum { N = 1 << 16 };
+    float *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b), *x = malloc(N * sizeof *x);
+    int bad = 0, badlibm = 0;
+    const int libm_fd = kern_softcap_check(kern_softcap_fd, 30.0f);
+    for (int rep = 0; rep < 64; rep++) {
+        const int n = N - rep * 7;
+        for (int i = 0; i < n; i++) {
+            const uint32_t u = (uint32_t)(i + rep * N) * 16411u; /* 2^32 / 16411 apart: every binade */
+            memcpy(&x[i], &u, 4);
+        }
+        memcpy(a, x, (size_t)n * sizeof *x);
+        memcpy(b, x, (size_t)n * sizeof *x);
+        if (k->softcap) k->softcap(a, n, 30.0f);
+        kern_softcap_fd(b, n, 30.0f);
+        for (int i = 0; k->softcap && i < n; i++)
+            bad += memcmp(&a[i], &b[i], 4) != 0 && !(a[i] != a[i] && b[i] != b[i]);
+        for (int i = 0; libm_fd && i < n; i++) {
+            const float r = tanhf(x[i] * (1.0f / 30.0f)) * 30.0f;
+            badlibm += memcmp(&r, &b[i], 4) != 0 && !(r != r && b[i] != b[i]);
+        }
+    }
+    T_CHECKF(bad == 0, "%s: softcap differs from kern_softcap_fd in %d values", k->name, bad);
+    T_CHECKF(badlibm == 0, "kern_tanhf_fd differs from the C library's tanhf in %d values", badlibm);
+    if (!libm_fd && getenv("G4_TEST_VERBOSE"))
+        fprintf(stderr, "    this C library's tanhf is not fdlibm's: the SIMD soft-cap stays off (checked against kern_tanhf_fd only)\n");
+    free(a); free(b); free(x);
+}
+
 /* matmul_f16x and round_f16 (the attention's F16 cache products): round_f16 is
  * quantize_act[F16] and back, bit for bit (ties, subnormals, overflow, tails); each
  * matmul_f16x form gives exactly the bits of the kernel it stands for (matmul[F16],
@@ -435,5 +469,6 @@ T_GROUP(kern) {
     for (int i = 0; i < nk; i++) geglus(ks[i], tab);
     for (int i = 0; i < nk; i++) expsums(ks[i]);
     for (int i = 0; i < nk; i++) f16x(ks[i]);
+    for (int i = 0; i < nk; i++) softcaps(ks[i]);
     free(tab);
 }

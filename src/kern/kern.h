@@ -78,6 +78,9 @@ typedef struct g4_kern {
                                                       * quantize_act[F16]; set with matmul_f16x */
     g4_geglu_fn     geglu;                         /* never NULL (kern_geglu_ref at least) */
     g4_expsum_fn    expsum;                        /* never NULL */
+    /* y = c * tanhf(y * (1/c)) with kern_tanhf_fd's steps (glibc's fdlibm tanhf), or NULL;
+     * used only where kern_softcap_check finds the C library's tanhf gives those bits */
+    void          (*softcap)(float *y, int64_t n, float c);
     /* f32 lanes of the SIMD vectors of the llama.cpp build the table follows: 8 (scalar, AVX2:
      * haswell), 16 (AVX-512: zen4, skylakex ...), 4 (NEON); the softmax's exp and blocks, the
      * float dots' periods and tinyBLAS's k multiple go with it */
@@ -97,6 +100,12 @@ double kern_expsum_x86(float *x, int64_t n, int64_t cell0);
  * AVX-512 table's expsum order (16-cell blocks), portably: the references of that table */
 float kern_expf_z(float x);
 double kern_expsum_z16(float *x, int64_t n, int64_t cell0);
+
+/* glibc's (fdlibm) tanhf step for step, portably; y = c * that(y / c); 1 when cap gives the
+ * C library's tanhf bits on a probe set through every branch (kern_tanh.c) */
+float kern_tanhf_fd(float x);
+void kern_softcap_fd(float *y, int64_t n, float c);
+int kern_softcap_check(void (*cap)(float *y, int64_t n, float c), float c);
 
 /* The x86 rule (llama.cpp's AVX2 build): whether column col of an op llama.cpp runs on N
  * columns of an n_in x n_out weight takes matmul_grp's float order: float weights

@@ -27,12 +27,17 @@ static inline __m512 g4_simde_cvtph_ps(__m256i h) {
                               _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), 1);
 }
 #define _mm512_cvtph_ps(h) g4_simde_cvtph_ps(h)
-/* nor this conversion: the two halves by the ymm one (the same rounding per lane) */
+/* nor these conversions: the two halves by the ymm ones (the same rounding per lane) */
 static inline __m512 g4_simde_cvtepi32_ps(__m512i v) {
     return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_cvtepi32_ps(_mm512_castsi512_si256(v))),
                               _mm256_cvtepi32_ps(_mm512_extracti64x4_epi64(v, 1)), 1);
 }
 #define _mm512_cvtepi32_ps(v) g4_simde_cvtepi32_ps(v)
+static inline __m512i g4_simde_cvttps_epi32(__m512 v) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_cvttps_epi32(_mm512_castps512_ps256(v))),
+                              _mm256_cvttps_epi32(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))), 1);
+}
+#define _mm512_cvttps_epi32(v) g4_simde_cvttps_epi32(v)
 /* SIMDe 0.7.4's vscalefps does not round subnormal results as the instruction does: a * 2^floor(b)
  * by ldexpf, rounded once (b clamped: ldexpf saturates the same way) */
 #include <math.h>

@@ -2154,11 +2154,106 @@ static double expsum_x86v(float *x, int64_t n, int64_t cell0) {
 /* ==== Table ==== */
 
 #if defined(KX_F512)
+/* ==== The soft-cap's tanh: kern_tanhf_fd (kern_tanh.c) on 16 lanes ====
+ * Every branch of the scalar sequence is evaluated and the lanes pick theirs by mask; the
+ * same IEEE single operations in the same order, so the same bits. Blocks with a non-finite
+ * lane go through the scalar function. The magnitudes' bit patterns (sign cleared) compare as
+ * signed integers. */
+KINLINE __m512 ks(float f) { return _mm512_set1_ps(f); }
+KINLINE __m512 expm1f_fd_z(__m512 a) {
+    const __m512i ia = _mm512_castps_si512(a);
+    const __m512i hx = _mm512_and_si512(ia, _mm512_set1_epi32(0x7fffffff));
+    const __mmask16 neg = _mm512_movepi32_mask(ia);
+    const __mmask16 red = _mm512_cmpgt_epi32_mask(hx, _mm512_set1_epi32(0x3eb17218));
+    const __mmask16 tiny = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(0x33000000), hx);
+    const __mmask16 near = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(0x3f851592), hx);
+    /* k = +-1 */
+    const __m512 hi1 = _mm512_mask_add_ps(_mm512_sub_ps(a, ks(6.9313812256e-01f)), neg, a, ks(6.9313812256e-01f));
+    const __m512 lo1 = _mm512_mask_mov_ps(ks(9.0580006145e-06f), neg, ks(-9.0580006145e-06f));
+    const __m512i k1 = _mm512_mask_mov_epi32(_mm512_set1_epi32(1), neg, _mm512_set1_epi32(-1));
+    /* k = trunc(invln2 a +- 0.5) */
+    const __m512 kf = _mm512_add_ps(_mm512_mul_ps(ks(1.4426950216e+00f), a), _mm512_mask_mov_ps(ks(0.5f), neg, ks(-0.5f)));
+    const __m512i kn = _mm512_cvttps_epi32(kf);
+    const __m512 tk = _mm512_cvtepi32_ps(kn);
+    const __m512 hin = _mm512_sub_ps(a, _mm512_mul_ps(tk, ks(6.9313812256e-01f)));
+    const __m512 lon = _mm512_mul_ps(tk, ks(9.0580006145e-06f));
+    const __m512 hi = _mm512_mask_mov_ps(hin, near, hi1), lo = _mm512_mask_mov_ps(lon, near, lo1);
+    const __m512i k = _mm512_maskz_mov_epi32(red, _mm512_mask_mov_epi32(kn, near, k1));
+    const __m512 xr = _mm512_sub_ps(hi, lo);
+    const __m512 x = _mm512_mask_mov_ps(a, red, xr);
+    const __m512 c = _mm512_sub_ps(_mm512_sub_ps(hi, xr), lo);
+    const __m512 hfx = _mm512_mul_ps(ks(0.5f), x);
+    const __m512 hxs = _mm512_mul_ps(x, hfx);
+    __m512 r1 = _mm512_add_ps(ks(4.0082177293e-06f), _mm512_mul_ps(hxs, ks(-2.0109921195e-07f)));
+    r1 = _mm512_add_ps(ks(-7.9365076090e-05f), _mm512_mul_ps(hxs, r1));
+    r1 = _mm512_add_ps(ks(1.5873016091e-03f), _mm512_mul_ps(hxs, r1));
+    r1 = _mm512_add_ps(ks(-3.3333335072e-02f), _mm512_mul_ps(hxs, r1));
+    r1 = _mm512_add_ps(ks(1.0f), _mm512_mul_ps(hxs, r1));
+    const __m512 t = _mm512_sub_ps(ks(3.0f), _mm512_mul_ps(r1, hfx));
+    const __m512 e = _mm512_mul_ps(hxs, _mm512_div_ps(_mm512_sub_ps(r1, t), _mm512_sub_ps(ks(6.0f), _mm512_mul_ps(x, t))));
+    const __m512 res0 = _mm512_sub_ps(x, _mm512_sub_ps(_mm512_mul_ps(x, e), hxs));
+    const __m512 e2 = _mm512_sub_ps(_mm512_sub_ps(_mm512_mul_ps(x, _mm512_sub_ps(e, c)), c), hxs);
+    const __m512 twopk = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k, _mm512_set1_epi32(0x7f)), 23));
+    const __m512 rm1 = _mm512_sub_ps(_mm512_mul_ps(ks(0.5f), _mm512_sub_ps(x, e2)), ks(0.5f));
+    const __m512 rp1a = _mm512_mul_ps(ks(-2.0f), _mm512_sub_ps(e2, _mm512_add_ps(x, ks(0.5f))));
+    const __m512 rp1b = _mm512_add_ps(ks(1.0f), _mm512_mul_ps(ks(2.0f), _mm512_sub_ps(x, e2)));
+    const __m512 rp1 = _mm512_mask_mov_ps(rp1b, _mm512_cmp_ps_mask(x, ks(-0.25f), _CMP_LT_OQ), rp1a);
+    const __m512 rbig = _mm512_sub_ps(_mm512_mul_ps(_mm512_sub_ps(ks(1.0f), _mm512_sub_ps(e2, x)), twopk), ks(1.0f));
+    /* 2 <= k < 23: t = 1 - 2^-k; 23 <= k <= 56: t = 2^-k */
+    const __m512 tlo = _mm512_castsi512_ps(_mm512_sub_epi32(_mm512_set1_epi32(0x3f800000),
+                                                            _mm512_srlv_epi32(_mm512_set1_epi32(0x1000000), k)));
+    const __m512 rlo = _mm512_mul_ps(_mm512_sub_ps(tlo, _mm512_sub_ps(e2, x)), twopk);
+    const __m512 thi = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(0x7f), k), 23));
+    const __m512 rhi = _mm512_mul_ps(_mm512_add_ps(_mm512_sub_ps(x, _mm512_add_ps(e2, thi)), ks(1.0f)), twopk);
+    const __mmask16 km1 = _mm512_cmpeq_epi32_mask(k, _mm512_set1_epi32(-1));
+    const __mmask16 kp1 = _mm512_cmpeq_epi32_mask(k, _mm512_set1_epi32(1));
+    const __mmask16 kz = _mm512_cmpeq_epi32_mask(k, _mm512_setzero_si512());
+    const __mmask16 kbig = _mm512_cmple_epi32_mask(k, _mm512_set1_epi32(-2)) | _mm512_cmpgt_epi32_mask(k, _mm512_set1_epi32(56));
+    const __mmask16 k23 = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(23), k);
+    __m512 r = _mm512_mask_mov_ps(rhi, k23, rlo);
+    r = _mm512_mask_mov_ps(r, kbig, rbig);
+    r = _mm512_mask_mov_ps(r, kp1, rp1);
+    r = _mm512_mask_mov_ps(r, km1, rm1);
+    r = _mm512_mask_mov_ps(r, kz, res0);
+    return _mm512_mask_mov_ps(r, tiny, a);
+}
+KINLINE __m512 tanhf_fd_z(__m512 v) {
+    const __m512i jx = _mm512_castps_si512(v);
+    const __m512i ix = _mm512_and_si512(jx, _mm512_set1_epi32(0x7fffffff));
+    const __m512 ax = _mm512_castsi512_ps(ix);
+    const __mmask16 ge1 = _mm512_cmpge_epi32_mask(ix, _mm512_set1_epi32(0x3f800000));
+    const __m512 a = _mm512_mask_mov_ps(_mm512_mul_ps(ks(-2.0f), ax), ge1, _mm512_add_ps(ax, ax));
+    const __m512 t = expm1f_fd_z(a);
+    const __m512 zp = _mm512_sub_ps(ks(1.0f), _mm512_div_ps(ks(2.0f), _mm512_add_ps(t, ks(2.0f))));
+    const __m512 zm = _mm512_div_ps(_mm512_xor_ps(t, ks(-0.0f)), _mm512_add_ps(t, ks(2.0f)));
+    __m512 z = _mm512_mask_mov_ps(zm, ge1, zp);
+    z = _mm512_mask_mov_ps(z, _mm512_cmpge_epi32_mask(ix, _mm512_set1_epi32(0x41b00000)), _mm512_sub_ps(ks(1.0f), ks(1.0e-30f)));
+    z = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(z), _mm512_and_si512(jx, _mm512_set1_epi32((int)0x80000000u))));
+    return _mm512_mask_mov_ps(z, _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(0x24000000), ix),
+                              _mm512_mul_ps(v, _mm512_add_ps(ks(1.0f), v)));
+}
+/* y = c * tanhf(y * (1/c)) */
+static void softcap_z(float *y, int64_t n, float c) {
+    const float inv = 1.0f / c;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(y + i), ks(inv));
+        const __mmask16 fin = _mm512_cmple_epi32_mask(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)),
+                                                      _mm512_set1_epi32(0x7f7fffff));
+        if (fin != 0xffff) { kern_softcap_fd(y + i, 16, c); continue; }
+        _mm512_storeu_ps(y + i, _mm512_mul_ps(tanhf_fd_z(v), ks(c)));
+    }
+    kern_softcap_fd(y + i, n - i, c);
+}
+#endif
+#if defined(KX_F512)
 #define KX_EXPSUM expsum_z16v
 #define KX_VEC_W 16
+#define KX_SOFTCAP softcap_z
 #else
 #define KX_EXPSUM expsum_x86v
 #define KX_VEC_W 8
+#define KX_SOFTCAP NULL
 #endif
 #define KX_TABLE(MM_BF16, MM_BF16_GRP, TB_K_BF16, Z) {                                      \
     .name = KX_NAME,                                                                        \
@@ -2166,6 +2261,7 @@ static double expsum_x86v(float *x, int64_t n, int64_t cell0) {
     .pick = kern_pick_x86,                                                                  \
     .matmul_vd = { KX_VD_Q2K },                                                             \
     .expsum = KX_EXPSUM,                                                                    \
+    .softcap = KX_SOFTCAP,                                                                  \
     .vec_w = KX_VEC_W,                                                                      \
     .matmul = {                                                                             \
         [G4_TYPE_F32] = mm_f32, [G4_TYPE_F16] = mm_f16, [G4_TYPE_BF16] = MM_BF16,           \

@@ -43,7 +43,7 @@ $CC $F -mavx2 -mfma -mf16c -c src/kern/kern_avx512.c -o "$OUT/kern_avx512.o" || 
 
 # the normal build's objects for everything else (mirrors the Makefile's x86-64 LIB_SRC; tests, cli)
 lib=""
-for s in src/*.c src/quant/*.c src/kern/kern_scalar.c src/kern/kern_exp.c src/kern/kern_avx2.c; do
+for s in src/*.c src/quant/*.c src/kern/kern_scalar.c src/kern/kern_exp.c src/kern/kern_tanh.c src/kern/kern_avx2.c; do
     o="$B/obj/${s%.c}.o"
     [ -f "$o" ] || fail "$o missing (run make first)"
     lib="$lib $o"

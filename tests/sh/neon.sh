@@ -23,7 +23,7 @@ set -e
 fail() { echo "neon: $1"; echo "0 passed, 1 failed"; exit 1; }
 . tests/sh/neon_objs.inc
 $CC_ARM $F -static -o "$OUT/g4-test" tests/test_main.c tests/test_quant.c tests/test_kern.c \
-    "$OUT"/quant_ref.o "$OUT"/types.o "$OUT"/cpu.o "$OUT"/kern_scalar.o "$OUT"/kern_exp.o $NEON_OBJS -lm \
+    "$OUT"/quant_ref.o "$OUT"/types.o "$OUT"/cpu.o "$OUT"/kern_scalar.o "$OUT"/kern_exp.o "$OUT"/kern_tanh.o $NEON_OBJS -lm \
     || fail "link"
 set +e
 res=$(G4_TEST_VERBOSE=1 "$QEMU" -cpu max "$OUT/g4-test" quant kern 2>"$OUT/stderr")

@@ -75,7 +75,7 @@ F="-std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -DG4_BUILD -Iinclude -Isr
 fail() { echo "oracle_kern_neon: $1" >&2; echo "0 passed, 1 failed"; exit 1; }
 . tests/sh/neon_objs.inc
 $CC_ARM $F -o "$OUT/g4-ggml-kern" tools/g4-ggml-kern.c "$OUT"/quant_ref.o "$OUT"/types.o "$OUT"/cpu.o \
-    "$OUT"/kern_scalar.o "$OUT"/kern_exp.o $NEON_OBJS -ldl -lm || fail "link g4-ggml-kern"
+    "$OUT"/kern_scalar.o "$OUT"/kern_exp.o "$OUT"/kern_tanh.o $NEON_OBJS -ldl -lm || fail "link g4-ggml-kern"
 
 run_one() { # TABLE CPULIB QEMU_CPU: prints "N passed, M failed"
 TABLE=$1 CPULIB=$2 QEMU_CPU=$3
