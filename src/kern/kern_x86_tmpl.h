@@ -2246,6 +2246,88 @@ static void softcap_z(float *y, int64_t n, float c) {
     kern_softcap_fd(y + i, n - i, c);
 }
 #endif
+#if !defined(KX_F512)
+/* ==== The soft-cap's tanh on 8 lanes (the AVX2 table): tanhf_fd_z's steps, lanes picked by
+ * blends on compare masks (sign bits) ==== */
+KINLINE __m256 ky(float f) { return _mm256_set1_ps(f); }
+KINLINE __m256i kyi(int v) { return _mm256_set1_epi32(v); }
+KINLINE __m256 bl(__m256 a, __m256 b, __m256i m) { return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(m)); }
+KINLINE __m256 expm1f_fd_y(__m256 a) {
+    const __m256i ia = _mm256_castps_si256(a);
+    const __m256i hx = _mm256_and_si256(ia, kyi(0x7fffffff));
+    const __m256i neg = _mm256_srai_epi32(ia, 31);
+    const __m256i red = _mm256_cmpgt_epi32(hx, kyi(0x3eb17218));
+    const __m256i tiny = _mm256_cmpgt_epi32(kyi(0x33000000), hx);
+    const __m256i near = _mm256_cmpgt_epi32(kyi(0x3f851592), hx);
+    const __m256 hi1 = bl(_mm256_sub_ps(a, ky(6.9313812256e-01f)), _mm256_add_ps(a, ky(6.9313812256e-01f)), neg);
+    const __m256 lo1 = bl(ky(9.0580006145e-06f), ky(-9.0580006145e-06f), neg);
+    const __m256i k1 = _mm256_or_si256(neg, kyi(1)); /* -1 or 1 */
+    const __m256 kf = _mm256_add_ps(_mm256_mul_ps(ky(1.4426950216e+00f), a), bl(ky(0.5f), ky(-0.5f), neg));
+    const __m256i kn = _mm256_cvttps_epi32(kf);
+    const __m256 tk = _mm256_cvtepi32_ps(kn);
+    const __m256 hin = _mm256_sub_ps(a, _mm256_mul_ps(tk, ky(6.9313812256e-01f)));
+    const __m256 lon = _mm256_mul_ps(tk, ky(9.0580006145e-06f));
+    const __m256 hi = bl(hin, hi1, near), lo = bl(lon, lo1, near);
+    const __m256i k = _mm256_and_si256(red, _mm256_blendv_epi8(kn, k1, near));
+    const __m256 xr = _mm256_sub_ps(hi, lo);
+    const __m256 x = bl(a, xr, red);
+    const __m256 c = _mm256_sub_ps(_mm256_sub_ps(hi, xr), lo);
+    const __m256 hfx = _mm256_mul_ps(ky(0.5f), x);
+    const __m256 hxs = _mm256_mul_ps(x, hfx);
+    __m256 r1 = _mm256_add_ps(ky(4.0082177293e-06f), _mm256_mul_ps(hxs, ky(-2.0109921195e-07f)));
+    r1 = _mm256_add_ps(ky(-7.9365076090e-05f), _mm256_mul_ps(hxs, r1));
+    r1 = _mm256_add_ps(ky(1.5873016091e-03f), _mm256_mul_ps(hxs, r1));
+    r1 = _mm256_add_ps(ky(-3.3333335072e-02f), _mm256_mul_ps(hxs, r1));
+    r1 = _mm256_add_ps(ky(1.0f), _mm256_mul_ps(hxs, r1));
+    const __m256 t = _mm256_sub_ps(ky(3.0f), _mm256_mul_ps(r1, hfx));
+    const __m256 e = _mm256_mul_ps(hxs, _mm256_div_ps(_mm256_sub_ps(r1, t), _mm256_sub_ps(ky(6.0f), _mm256_mul_ps(x, t))));
+    const __m256 res0 = _mm256_sub_ps(x, _mm256_sub_ps(_mm256_mul_ps(x, e), hxs));
+    const __m256 e2 = _mm256_sub_ps(_mm256_sub_ps(_mm256_mul_ps(x, _mm256_sub_ps(e, c)), c), hxs);
+    const __m256 twopk = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, kyi(0x7f)), 23));
+    const __m256 rm1 = _mm256_sub_ps(_mm256_mul_ps(ky(0.5f), _mm256_sub_ps(x, e2)), ky(0.5f));
+    const __m256 rp1a = _mm256_mul_ps(ky(-2.0f), _mm256_sub_ps(e2, _mm256_add_ps(x, ky(0.5f))));
+    const __m256 rp1b = _mm256_add_ps(ky(1.0f), _mm256_mul_ps(ky(2.0f), _mm256_sub_ps(x, e2)));
+    const __m256 rp1 = _mm256_blendv_ps(rp1b, rp1a, _mm256_cmp_ps(x, ky(-0.25f), _CMP_LT_OQ));
+    const __m256 rbig = _mm256_sub_ps(_mm256_mul_ps(_mm256_sub_ps(ky(1.0f), _mm256_sub_ps(e2, x)), twopk), ky(1.0f));
+    const __m256 tlo = _mm256_castsi256_ps(_mm256_sub_epi32(kyi(0x3f800000), _mm256_srlv_epi32(kyi(0x1000000), k)));
+    const __m256 rlo = _mm256_mul_ps(_mm256_sub_ps(tlo, _mm256_sub_ps(e2, x)), twopk);
+    const __m256 thi = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_sub_epi32(kyi(0x7f), k), 23));
+    const __m256 rhi = _mm256_mul_ps(_mm256_add_ps(_mm256_sub_ps(x, _mm256_add_ps(e2, thi)), ky(1.0f)), twopk);
+    const __m256i kbig = _mm256_or_si256(_mm256_cmpgt_epi32(kyi(-1), k), _mm256_cmpgt_epi32(k, kyi(56)));
+    __m256 r = bl(rhi, rlo, _mm256_cmpgt_epi32(kyi(23), k));
+    r = bl(r, rbig, kbig);
+    r = bl(r, rp1, _mm256_cmpeq_epi32(k, kyi(1)));
+    r = bl(r, rm1, _mm256_cmpeq_epi32(k, kyi(-1)));
+    r = bl(r, res0, _mm256_cmpeq_epi32(k, _mm256_setzero_si256()));
+    return bl(r, a, tiny);
+}
+KINLINE __m256 tanhf_fd_y(__m256 v) {
+    const __m256i jx = _mm256_castps_si256(v);
+    const __m256i ix = _mm256_and_si256(jx, kyi(0x7fffffff));
+    const __m256 ax = _mm256_castsi256_ps(ix);
+    const __m256i ge1 = _mm256_cmpgt_epi32(ix, kyi(0x3f7fffff));
+    const __m256 a = bl(_mm256_mul_ps(ky(-2.0f), ax), _mm256_add_ps(ax, ax), ge1);
+    const __m256 t = expm1f_fd_y(a);
+    const __m256 zp = _mm256_sub_ps(ky(1.0f), _mm256_div_ps(ky(2.0f), _mm256_add_ps(t, ky(2.0f))));
+    const __m256 zm = _mm256_div_ps(_mm256_xor_ps(t, ky(-0.0f)), _mm256_add_ps(t, ky(2.0f)));
+    __m256 z = bl(zm, zp, ge1);
+    z = bl(z, _mm256_sub_ps(ky(1.0f), ky(1.0e-30f)), _mm256_cmpgt_epi32(ix, kyi(0x41afffff)));
+    z = _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(z), _mm256_and_si256(jx, kyi((int)0x80000000u))));
+    return bl(z, _mm256_mul_ps(v, _mm256_add_ps(ky(1.0f), v)), _mm256_cmpgt_epi32(kyi(0x24000000), ix));
+}
+/* y = c * tanhf(y * (1/c)) */
+static void softcap_y(float *y, int64_t n, float c) {
+    const float inv = 1.0f / c;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(y + i), ky(inv));
+        const __m256i big = _mm256_cmpgt_epi32(_mm256_and_si256(_mm256_castps_si256(v), kyi(0x7fffffff)), kyi(0x7f7fffff));
+        if (!_mm256_testz_si256(big, big)) { kern_softcap_fd(y + i, 8, c); continue; }
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(tanhf_fd_y(v), ky(c)));
+    }
+    kern_softcap_fd(y + i, n - i, c);
+}
+#endif
 #if defined(KX_F512)
 #define KX_EXPSUM expsum_z16v
 #define KX_VEC_W 16
@@ -2253,7 +2335,7 @@ static void softcap_z(float *y, int64_t n, float c) {
 #else
 #define KX_EXPSUM expsum_x86v
 #define KX_VEC_W 8
-#define KX_SOFTCAP NULL
+#define KX_SOFTCAP softcap_y
 #endif
 #define KX_TABLE(MM_BF16, MM_BF16_GRP, TB_K_BF16, Z) {                                      \
     .name = KX_NAME,                                                                        \
