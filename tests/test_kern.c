@@ -153,7 +153,7 @@ static int kernels_of(const g4_kern *k, uint32_t type, g4_matmul_fn *fns, int ca
 }
 
 static void matmuls(const g4_kern *ref, const g4_kern *k) {
-    const int toks[] = { 1, 2, 3, 7, 32 };
+    const int toks[] = { 1, 2, 3, 7, 9, 32 }; /* 9: a one-token group after a full one of 8 */
     const float SENT = -12345.678f;
     uint64_t s = 77;
     for (int wi = 0; wi < N_WTYPES; wi++) {
@@ -180,7 +180,7 @@ static void matmuls(const g4_kern *ref, const g4_kern *k) {
                 const size_t wrb = quant_row_bytes(type, n_in), xrb = kern_act_row_bytes(dt, n_in);
                 uint8_t *w = malloc(wrb * (size_t)n_out);
                 make_weights(type, mode, n_out, n_in, w, &s);
-                for (int ti = 0; ti < 5; ti++) {
+                for (int ti = 0; ti < (int)(sizeof toks / sizeof toks[0]); ti++) {
                     const int n_tok = toks[ti];
                     if (mode == 2 && n_tok > 7) continue;
                     const size_t ldy = (size_t)n_out + 3;
