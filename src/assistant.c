@@ -406,6 +406,7 @@ g4_status g4_assistant_open(g4_assistant **out, g4_model *target, const char *pa
     m->pool = target->pool;
     m->n_threads = target->n_threads;
     m->gelu_f16 = target->gelu_f16;
+    m->softcap = target->softcap; /* never called: the assistant's cfg.softcap is 0 */
     a->suppress = target->vocab ? tok_suppress(target->vocab, &a->n_suppress) : NULL;
     *out = a;
     return G4_OK;

@@ -94,7 +94,7 @@ typedef struct mm_ctx {
     unsigned flags;        /* kern_pick flags (KERN_PLAIN) */
     float scale;
     float softcap;         /* 0 = none; else y = c * tanhf(y * (1/c)) after the scale */
-    void (*capf)(float *y, int64_t n, float c); /* the model's SIMD soft-cap, or NULL: libm */
+    void (*capf)(float *y, int64_t n, float c); /* the model's soft-cap (g4_model.softcap) */
     float *const *dst;     /* NULL, or [n_tok]: copy each finished y row there (NULL = keep) */
 } mm_ctx;
 
@@ -135,7 +135,7 @@ static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
         }
     if (c->softcap != 0.0f)
         for (int t = 0; t < c->n_tok; t++)
-            (c->capf ? c->capf : forward_softcap)(c->y + (size_t)t * c->ldy + r0, r1 - r0, c->softcap);
+            c->capf(c->y + (size_t)t * c->ldy + r0, r1 - r0, c->softcap);
     if (c->dst)
         for (int t = 0; t < c->n_tok; t++) {
             const float *yt = c->y + (size_t)t * c->ldy;

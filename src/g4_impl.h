@@ -163,7 +163,7 @@ struct g4_model {
     int           n_threads;
     uint16_t     *gelu_f16;         /* [65536] fp16 GELU table, as ggml's CPU backend */
     /* the final soft-cap: kern->softcap where it gives the C library's tanhf bits (probed at
-     * open, kern_softcap_check), else NULL: libm's tanhf (forward_softcap) */
+     * open, kern_softcap_check), else forward_softcap (libm's tanhf) */
     void        (*softcap)(float *y, int64_t n, float c);
     /* general.sampling.* defaults when present (has_* = 1) */
     int           has_samp_top_k, has_samp_top_p, has_samp_temp;

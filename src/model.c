@@ -651,8 +651,8 @@ static g4_status open_impl(g4_model *m, const char *path, const void *buf, size_
     m->gelu_f16 = g4_malloc(&m->al, 65536 * sizeof(uint16_t));
     if (!m->gelu_f16) return lerr(&ld, G4_ERR_NOMEM, "out of memory");
     forward_gelu_table(m->gelu_f16);
-    if (m->kern->softcap && m->cfg.softcap > 0.0f && kern_softcap_check(m->kern->softcap, m->cfg.softcap))
-        m->softcap = m->kern->softcap;
+    m->softcap = m->kern->softcap && m->cfg.softcap > 0.0f && kern_softcap_check(m->kern->softcap, m->cfg.softcap)
+                     ? m->kern->softcap : forward_softcap;
     return G4_OK;
 }
 

@@ -1648,14 +1648,28 @@ KINLINE __m512 dw2z(const uint8_t *b0, const uint8_t *b1) {
                                               _mm_set1_epi16((short)quant_rd16(b1)), 1);
     return _mm512_cvtph_ps(h);
 }
+#define KZT 8 /* tokens per pass of a row pair */
+/* a token's 32 activation codes of Q8_0 block ablk in both halves */
+KINLINE __m512i b32z_act(const uint8_t *ablk) { return _mm512_broadcast_i64x4(ld256(ablk + 2)); }
+/* one block of a row pair for one token (a: b32z_act, da: its scale):
+ * acc + (dw * da) * float(|codes| . activations with the codes' signs) */
+KINLINE __m512 b32z_fma(__m512i u, __mmask64 neg, __m512 dw, __m512i a, float da, __m512 acc) {
+    a = _mm512_mask_sub_epi8(a, neg, _mm512_setzero_si512(), a);
+    const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, a);
+    return _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(da)), _mm512_cvtepi32_ps(p), acc);
+}
+/* the pair's two sums: each half reduced as dot_##tname's ymm */
+KINLINE void hsum2z(__m512 acc, float *out) {
+    out[0] = hsum_ps(_mm512_castps512_ps256(acc));
+    out[1] = hsum_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)));
+}
 /* rows w and w + wrb, T tokens (x, xrb apart), n elements; out[2 * t + j]: row j, token t.
  * pf: the next row pair's first byte (prefetched, 2 * wbytes per block) */
-#define KZT 8 /* tokens per pass of a row pair */
 #define DEF_DOT2Z_B32(tname, wbytes, DEC2)                                                            \
     KINLINE void dot2z_##tname(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x, size_t xrb, \
                                int64_t n, const int T, float *restrict out, const float *restrict da,  \
                                const char *pf) {                                                     \
-        __m512 acc[KZT];                                                                           \
+        __m512 acc[KZT];                                                                             \
         KUNROLL                                                                                      \
         for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();                                    \
         const int64_t nb = n / 32;                                                                   \
@@ -1668,55 +1682,44 @@ KINLINE __m512 dw2z(const uint8_t *b0, const uint8_t *b1) {
             const __mmask64 neg = _mm512_movepi8_mask(sc);                                           \
             const __m512 dw = dw2z(w, w + wrb);                                                      \
             KUNROLL                                                                                  \
-            for (int t = 0; t < T; t++) {                                                            \
-                __m512i a = _mm512_broadcast_i64x4(ld256(x + t * xrb + i * 34 + 2));                 \
-                a = _mm512_mask_sub_epi8(a, neg, _mm512_setzero_si512(), a);                         \
-                const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, a);                 \
-                const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(da[t * KDA_MAX + i]));             \
-                acc[t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(p), acc[t]);                          \
-            }                                                                                        \
+            for (int t = 0; t < T; t++) acc[t] = b32z_fma(u, neg, dw, b32z_act(x + t * xrb + i * 34), da[t * KDA_MAX + i], acc[t]); \
         }                                                                                            \
         KUNROLL                                                                                      \
-        for (int t = 0; t < T; t++) {                                                                \
-            out[2 * t] = hsum_ps(_mm512_castps512_ps256(acc[t]));                                    \
-            out[2 * t + 1] = hsum_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[t]), 1))); \
-        }                                                                                            \
+        for (int t = 0; t < T; t++) hsum2z(acc[t], out + 2 * t);                                     \
     }
 DEF_DOT2Z_B32(q8_0, 34, dec2z_q8_0)
 DEF_DOT2Z_B32(q5_0, 22, dec2z_q5_0)
-/* decode (one token): two row pairs (rows w, w + wrb, w + 2 wrb, w + 3 wrb) per pass, two
- * chains in flight and the token's activations loaded once for both; out[j]: row j. Zen 5,
- * g4-bench-kern -E, Q8_0 experts from DRAM 28 -> 32.5 GB/s, in-cache shapes 60 -> 65 */
-#define DEF_DOT4Z_B32(tname, wbytes, DEC2)                                                            \
-    KINLINE void dot4z_##tname(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x, int64_t n, \
-                               float *restrict out, const float *restrict da, const char *pf) {     \
-        __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();                               \
-        const int64_t nb = n / 32;                                                                   \
-        for (int64_t i = 0; i < nb; i++, w += wbytes) {                                              \
-            _mm_prefetch(pf + 4 * (size_t)i * wbytes, _MM_HINT_T0);                                  \
-            _mm_prefetch(pf + 4 * (size_t)i * wbytes + 63, _MM_HINT_T0);                             \
-            _mm_prefetch(pf + 4 * (size_t)i * wbytes + 127, _MM_HINT_T0);                            \
-            const __m512i s0 = DEC2(w, w + wrb), s1 = DEC2(w + 2 * wrb, w + 3 * wrb);                \
-            const __mmask64 n0 = _mm512_movepi8_mask(s0), n1 = _mm512_movepi8_mask(s1);             \
-            const __m512i a = _mm512_broadcast_i64x4(ld256(x + i * 34 + 2));                         \
-            const __m512 dai = _mm512_set1_ps(da[i]);                                                 \
-            const __m512i p0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(s0),       \
-                                                   _mm512_mask_sub_epi8(a, n0, _mm512_setzero_si512(), a)); \
-            const __m512i p1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(s1),       \
-                                                   _mm512_mask_sub_epi8(a, n1, _mm512_setzero_si512(), a)); \
-            acc0 = _mm512_fmadd_ps(_mm512_mul_ps(dw2z(w, w + wrb), dai), _mm512_cvtepi32_ps(p0), acc0); \
-            acc1 = _mm512_fmadd_ps(_mm512_mul_ps(dw2z(w + 2 * wrb, w + 3 * wrb), dai), _mm512_cvtepi32_ps(p1), acc1); \
-        }                                                                                            \
-        out[0] = hsum_ps(_mm512_castps512_ps256(acc0));                                              \
-        out[1] = hsum_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc0), 1)));       \
-        out[2] = hsum_ps(_mm512_castps512_ps256(acc1));                                              \
-        out[3] = hsum_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc1), 1)));       \
+/* decode (one token), Q8_0: two row pairs (rows w .. w + 3 wrb) per pass, two chains in
+ * flight; out[j]: row j. Zen 5, g4-bench-kern -E, Q8_0 experts from DRAM 28 -> 32.5 GB/s,
+ * in-cache shapes 60 -> 65 (Q5_0, whose decode is longer, measured slower so: 23 -> 18.5) */
+KINLINE void dot4z_q8_0(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x, int64_t n,
+                        float *restrict out, const float *restrict da, const char *pf) {
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    const int64_t nb = n / 32;
+    for (int64_t i = 0; i < nb; i++, w += 34) {
+        _mm_prefetch(pf + 4 * (size_t)i * 34, _MM_HINT_T0);
+        _mm_prefetch(pf + 4 * (size_t)i * 34 + 63, _MM_HINT_T0);
+        _mm_prefetch(pf + 4 * (size_t)i * 34 + 127, _MM_HINT_T0);
+        const __m512i s0 = dec2z_q8_0(w, w + wrb), s1 = dec2z_q8_0(w + 2 * wrb, w + 3 * wrb);
+        const __m512i a = b32z_act(x + i * 34); /* loaded once for both pairs */
+        acc0 = b32z_fma(_mm512_abs_epi8(s0), _mm512_movepi8_mask(s0), dw2z(w, w + wrb), a, da[i], acc0);
+        acc1 = b32z_fma(_mm512_abs_epi8(s1), _mm512_movepi8_mask(s1), dw2z(w + 2 * wrb, w + 3 * wrb), a, da[i], acc1);
     }
-DEF_DOT4Z_B32(q8_0, 34, dec2z_q8_0)
-DEF_DOT4Z_B32(q5_0, 22, dec2z_q5_0) /* not taken (FOUR = 0): Q5_0 measured slower so (-E: 23 -> 18.5 GB/s) */
-/* Driver: row pairs (an odd last row is paired with itself) x token groups of <= 4, the pair
+    hsum2z(acc0, out);
+    hsum2z(acc1, out + 2);
+}
+/* the driver's one-token passes of four rows (Q8_0) or none (Q5_0) */
+#define B32Z_ROWS4_q8_0                                                                               \
+    for (; nt == 1 && r + 4 <= row1; r += 4) {                                                        \
+        const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * 34;                            \
+        dot4z_q8_0(wr, w_row_bytes, xt, sn * 32, o, da, (const char *)wr + 4 * w_row_bytes);          \
+        float *yy = y + (size_t)t * ldy + (size_t)r; /* the group's one token */                     \
+        for (int j = 0; j < 4; j++) yy[j] = s0 ? yy[j] + o[j] : o[j];                                 \
+    }
+#define B32Z_ROWS4_q5_0
+/* Driver: row pairs (an odd last row is paired with itself) x token groups of <= KZT, the pair
  * in L1 across the groups; segments of <= KDA_MAX blocks as DEF_MM_B32 */
-#define DEF_MM_B32Z(tname, wbytes, DEC2, FOUR)                                                              \
+#define DEF_MM_B32Z(tname, wbytes)                                                              \
     static void mm_##tname##_z(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, \
                                const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0, \
                                int64_t row1, int n_tok) {                                                 \
@@ -1731,12 +1734,7 @@ DEF_DOT4Z_B32(q5_0, 22, dec2z_q5_0) /* not taken (FOUR = 0): Q5_0 measured slowe
                 for (int k = 0; k < nt; k++)                                                             \
                     for (int64_t b = 0; b < sn; b++) da[k * KDA_MAX + b] = h2f(xt + k * xq_row_bytes + b * 34); \
                 int64_t r = row0;                                                                        \
-                for (; FOUR && nt == 1 && r + 4 <= row1; r += 4) {                                       \
-                    const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * wbytes;               \
-                    dot4z_##tname(wr, w_row_bytes, xt, sn * 32, o, da, (const char *)wr + 4 * w_row_bytes); \
-                    float *yy = y + (size_t)t * ldy + (size_t)r; /* the group's one token */          \
-                    for (int j = 0; j < 4; j++) yy[j] = s0 ? yy[j] + o[j] : o[j];                        \
-                }                                                                                        \
+                B32Z_ROWS4_##tname                                                                       \
                 for (; r < row1; r += 2) {                                                               \
                     const int two = r + 1 < row1;                                                        \
                     const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * wbytes;               \
@@ -1926,8 +1924,8 @@ static void round_f16_x86(float *x, int64_t n) {
 DEF_MM_B32(q8_0, 34)
 DEF_MM_B32(q5_0, 22)
 #if defined(KX_F512)
-DEF_MM_B32Z(q8_0, 34, dec2z_q8_0, 1)
-DEF_MM_B32Z(q5_0, 22, dec2z_q5_0, 0)
+DEF_MM_B32Z(q8_0, 34)
+DEF_MM_B32Z(q5_0, 22)
 #endif
 DEF_MM(q5_K)
 #if defined(KX_F512)
@@ -2190,189 +2188,132 @@ static double expsum_x86v(float *x, int64_t n, int64_t cell0) {
 
 /* ==== Table ==== */
 
+/* ==== The soft-cap's tanh: kern_tanhf_fd (kern_tanh.c) on the table's KX_FW lanes ====
+ * Every branch of the scalar sequence is evaluated and each lane picks its own (AVX-512 by
+ * mask registers, AVX2 by blends on compare results): the same IEEE single operations in the
+ * same order, so the same bits. Blocks with a non-finite lane go through the scalar function.
+ * The magnitudes' bit patterns (sign cleared) compare as signed integers. KT(op) is the
+ * width's intrinsic where the names agree; KT_* the ones that differ. */
 #if defined(KX_F512)
-/* ==== The soft-cap's tanh: kern_tanhf_fd (kern_tanh.c) on 16 lanes ====
- * Every branch of the scalar sequence is evaluated and the lanes pick theirs by mask; the
- * same IEEE single operations in the same order, so the same bits. Blocks with a non-finite
- * lane go through the scalar function. The magnitudes' bit patterns (sign cleared) compare as
- * signed integers. */
-KINLINE __m512 ks(float f) { return _mm512_set1_ps(f); }
-KINLINE __m512 expm1f_fd_z(__m512 a) {
-    const __m512i ia = _mm512_castps_si512(a);
-    const __m512i hx = _mm512_and_si512(ia, _mm512_set1_epi32(0x7fffffff));
-    const __mmask16 neg = _mm512_movepi32_mask(ia);
-    const __mmask16 red = _mm512_cmpgt_epi32_mask(hx, _mm512_set1_epi32(0x3eb17218));
-    const __mmask16 tiny = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(0x33000000), hx);
-    const __mmask16 near = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(0x3f851592), hx);
+#define KT(op) _mm512_##op
+typedef __m512 kt_v;
+typedef __m512i kt_i;
+typedef __mmask16 kt_m;
+#define KT_AND _mm512_and_si512
+#define KT_XOR _mm512_xor_si512
+#define KT_ASI _mm512_castps_si512
+#define KT_APS _mm512_castsi512_ps
+#define KT_GT(a, b) _mm512_cmpgt_epi32_mask(a, b)
+#define KT_EQ(a, b) _mm512_cmpeq_epi32_mask(a, b)
+#define KT_LT_PS(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ)
+#define KT_OR_M(a, b) ((kt_m)((a) | (b)))
+#define KT_SEL(a, b, m) _mm512_mask_mov_ps(a, m, b)      /* b in the lanes of m, else a */
+#define KT_SELI(a, b, m) _mm512_mask_mov_epi32(a, m, b)
+#define KT_NEG(i) _mm512_movepi32_mask(i)                /* the lanes with the sign bit set */
+#define KT_ANY(m) ((m) != 0)
+#else
+#define KT(op) _mm256_##op
+typedef __m256 kt_v;
+typedef __m256i kt_i;
+typedef __m256i kt_m;
+#define KT_AND _mm256_and_si256
+#define KT_XOR _mm256_xor_si256
+#define KT_ASI _mm256_castps_si256
+#define KT_APS _mm256_castsi256_ps
+#define KT_GT(a, b) _mm256_cmpgt_epi32(a, b)
+#define KT_EQ(a, b) _mm256_cmpeq_epi32(a, b)
+#define KT_LT_PS(a, b) _mm256_castps_si256(_mm256_cmp_ps(a, b, _CMP_LT_OQ))
+#define KT_OR_M(a, b) _mm256_or_si256(a, b)
+#define KT_SEL(a, b, m) _mm256_blendv_ps(a, b, _mm256_castsi256_ps(m))
+#define KT_SELI(a, b, m) _mm256_blendv_epi8(a, b, m)
+#define KT_NEG(i) _mm256_srai_epi32(i, 31)
+#define KT_ANY(m) (!_mm256_testz_si256(m, m))
+#endif
+KINLINE kt_v kt1(float f) { return KT(set1_ps)(f); }
+KINLINE kt_i kti(int v) { return KT(set1_epi32)(v); }
+KINLINE kt_v expm1f_fd_v(kt_v a) {
+    const kt_i ia = KT_ASI(a);
+    const kt_i hx = KT_AND(ia, kti(0x7fffffff));
+    const kt_m neg = KT_NEG(ia);
+    const kt_m red = KT_GT(hx, kti(0x3eb17218));
+    const kt_m tiny = KT_GT(kti(0x33000000), hx);
+    const kt_m near = KT_GT(kti(0x3f851592), hx);
     /* k = +-1 */
-    const __m512 hi1 = _mm512_mask_add_ps(_mm512_sub_ps(a, ks(6.9313812256e-01f)), neg, a, ks(6.9313812256e-01f));
-    const __m512 lo1 = _mm512_mask_mov_ps(ks(9.0580006145e-06f), neg, ks(-9.0580006145e-06f));
-    const __m512i k1 = _mm512_mask_mov_epi32(_mm512_set1_epi32(1), neg, _mm512_set1_epi32(-1));
+    const kt_v hi1 = KT_SEL(KT(sub_ps)(a, kt1(6.9313812256e-01f)), KT(add_ps)(a, kt1(6.9313812256e-01f)), neg);
+    const kt_v lo1 = KT_SEL(kt1(9.0580006145e-06f), kt1(-9.0580006145e-06f), neg);
+    const kt_i k1 = KT_SELI(kti(1), kti(-1), neg);
     /* k = trunc(invln2 a +- 0.5) */
-    const __m512 kf = _mm512_add_ps(_mm512_mul_ps(ks(1.4426950216e+00f), a), _mm512_mask_mov_ps(ks(0.5f), neg, ks(-0.5f)));
-    const __m512i kn = _mm512_cvttps_epi32(kf);
-    const __m512 tk = _mm512_cvtepi32_ps(kn);
-    const __m512 hin = _mm512_sub_ps(a, _mm512_mul_ps(tk, ks(6.9313812256e-01f)));
-    const __m512 lon = _mm512_mul_ps(tk, ks(9.0580006145e-06f));
-    const __m512 hi = _mm512_mask_mov_ps(hin, near, hi1), lo = _mm512_mask_mov_ps(lon, near, lo1);
-    const __m512i k = _mm512_maskz_mov_epi32(red, _mm512_mask_mov_epi32(kn, near, k1));
-    const __m512 xr = _mm512_sub_ps(hi, lo);
-    const __m512 x = _mm512_mask_mov_ps(a, red, xr);
-    const __m512 c = _mm512_sub_ps(_mm512_sub_ps(hi, xr), lo);
-    const __m512 hfx = _mm512_mul_ps(ks(0.5f), x);
-    const __m512 hxs = _mm512_mul_ps(x, hfx);
-    __m512 r1 = _mm512_add_ps(ks(4.0082177293e-06f), _mm512_mul_ps(hxs, ks(-2.0109921195e-07f)));
-    r1 = _mm512_add_ps(ks(-7.9365076090e-05f), _mm512_mul_ps(hxs, r1));
-    r1 = _mm512_add_ps(ks(1.5873016091e-03f), _mm512_mul_ps(hxs, r1));
-    r1 = _mm512_add_ps(ks(-3.3333335072e-02f), _mm512_mul_ps(hxs, r1));
-    r1 = _mm512_add_ps(ks(1.0f), _mm512_mul_ps(hxs, r1));
-    const __m512 t = _mm512_sub_ps(ks(3.0f), _mm512_mul_ps(r1, hfx));
-    const __m512 e = _mm512_mul_ps(hxs, _mm512_div_ps(_mm512_sub_ps(r1, t), _mm512_sub_ps(ks(6.0f), _mm512_mul_ps(x, t))));
-    const __m512 res0 = _mm512_sub_ps(x, _mm512_sub_ps(_mm512_mul_ps(x, e), hxs));
-    const __m512 e2 = _mm512_sub_ps(_mm512_sub_ps(_mm512_mul_ps(x, _mm512_sub_ps(e, c)), c), hxs);
-    const __m512 twopk = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k, _mm512_set1_epi32(0x7f)), 23));
-    const __m512 rm1 = _mm512_sub_ps(_mm512_mul_ps(ks(0.5f), _mm512_sub_ps(x, e2)), ks(0.5f));
-    const __m512 rp1a = _mm512_mul_ps(ks(-2.0f), _mm512_sub_ps(e2, _mm512_add_ps(x, ks(0.5f))));
-    const __m512 rp1b = _mm512_add_ps(ks(1.0f), _mm512_mul_ps(ks(2.0f), _mm512_sub_ps(x, e2)));
-    const __m512 rp1 = _mm512_mask_mov_ps(rp1b, _mm512_cmp_ps_mask(x, ks(-0.25f), _CMP_LT_OQ), rp1a);
-    const __m512 rbig = _mm512_sub_ps(_mm512_mul_ps(_mm512_sub_ps(ks(1.0f), _mm512_sub_ps(e2, x)), twopk), ks(1.0f));
+    const kt_v kf = KT(add_ps)(KT(mul_ps)(kt1(1.4426950216e+00f), a), KT_SEL(kt1(0.5f), kt1(-0.5f), neg));
+    const kt_i kn = KT(cvttps_epi32)(kf);
+    const kt_v tk = KT(cvtepi32_ps)(kn);
+    const kt_v hin = KT(sub_ps)(a, KT(mul_ps)(tk, kt1(6.9313812256e-01f)));
+    const kt_v lon = KT(mul_ps)(tk, kt1(9.0580006145e-06f));
+    const kt_v hi = KT_SEL(hin, hi1, near), lo = KT_SEL(lon, lo1, near);
+    const kt_i k = KT_SELI(kti(0), KT_SELI(kn, k1, near), red);
+    const kt_v xr = KT(sub_ps)(hi, lo);
+    const kt_v x = KT_SEL(a, xr, red);
+    const kt_v c = KT(sub_ps)(KT(sub_ps)(hi, xr), lo);
+    const kt_v hfx = KT(mul_ps)(kt1(0.5f), x);
+    const kt_v hxs = KT(mul_ps)(x, hfx);
+    kt_v r1 = KT(add_ps)(kt1(4.0082177293e-06f), KT(mul_ps)(hxs, kt1(-2.0109921195e-07f)));
+    r1 = KT(add_ps)(kt1(-7.9365076090e-05f), KT(mul_ps)(hxs, r1));
+    r1 = KT(add_ps)(kt1(1.5873016091e-03f), KT(mul_ps)(hxs, r1));
+    r1 = KT(add_ps)(kt1(-3.3333335072e-02f), KT(mul_ps)(hxs, r1));
+    r1 = KT(add_ps)(kt1(1.0f), KT(mul_ps)(hxs, r1));
+    const kt_v t = KT(sub_ps)(kt1(3.0f), KT(mul_ps)(r1, hfx));
+    const kt_v e = KT(mul_ps)(hxs, KT(div_ps)(KT(sub_ps)(r1, t), KT(sub_ps)(kt1(6.0f), KT(mul_ps)(x, t))));
+    const kt_v res0 = KT(sub_ps)(x, KT(sub_ps)(KT(mul_ps)(x, e), hxs));
+    const kt_v e2 = KT(sub_ps)(KT(sub_ps)(KT(mul_ps)(x, KT(sub_ps)(e, c)), c), hxs);
+    const kt_v twopk = KT_APS(KT(slli_epi32)(KT(add_epi32)(k, kti(0x7f)), 23));
+    const kt_v rm1 = KT(sub_ps)(KT(mul_ps)(kt1(0.5f), KT(sub_ps)(x, e2)), kt1(0.5f));
+    const kt_v rp1a = KT(mul_ps)(kt1(-2.0f), KT(sub_ps)(e2, KT(add_ps)(x, kt1(0.5f))));
+    const kt_v rp1b = KT(add_ps)(kt1(1.0f), KT(mul_ps)(kt1(2.0f), KT(sub_ps)(x, e2)));
+    const kt_v rp1 = KT_SEL(rp1b, rp1a, KT_LT_PS(x, kt1(-0.25f)));
+    const kt_v rbig = KT(sub_ps)(KT(mul_ps)(KT(sub_ps)(kt1(1.0f), KT(sub_ps)(e2, x)), twopk), kt1(1.0f));
     /* 2 <= k < 23: t = 1 - 2^-k; 23 <= k <= 56: t = 2^-k */
-    const __m512 tlo = _mm512_castsi512_ps(_mm512_sub_epi32(_mm512_set1_epi32(0x3f800000),
-                                                            _mm512_srlv_epi32(_mm512_set1_epi32(0x1000000), k)));
-    const __m512 rlo = _mm512_mul_ps(_mm512_sub_ps(tlo, _mm512_sub_ps(e2, x)), twopk);
-    const __m512 thi = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(0x7f), k), 23));
-    const __m512 rhi = _mm512_mul_ps(_mm512_add_ps(_mm512_sub_ps(x, _mm512_add_ps(e2, thi)), ks(1.0f)), twopk);
-    const __mmask16 km1 = _mm512_cmpeq_epi32_mask(k, _mm512_set1_epi32(-1));
-    const __mmask16 kp1 = _mm512_cmpeq_epi32_mask(k, _mm512_set1_epi32(1));
-    const __mmask16 kz = _mm512_cmpeq_epi32_mask(k, _mm512_setzero_si512());
-    const __mmask16 kbig = _mm512_cmple_epi32_mask(k, _mm512_set1_epi32(-2)) | _mm512_cmpgt_epi32_mask(k, _mm512_set1_epi32(56));
-    const __mmask16 k23 = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(23), k);
-    __m512 r = _mm512_mask_mov_ps(rhi, k23, rlo);
-    r = _mm512_mask_mov_ps(r, kbig, rbig);
-    r = _mm512_mask_mov_ps(r, kp1, rp1);
-    r = _mm512_mask_mov_ps(r, km1, rm1);
-    r = _mm512_mask_mov_ps(r, kz, res0);
-    return _mm512_mask_mov_ps(r, tiny, a);
+    const kt_v tlo = KT_APS(KT(sub_epi32)(kti(0x3f800000), KT(srlv_epi32)(kti(0x1000000), k)));
+    const kt_v rlo = KT(mul_ps)(KT(sub_ps)(tlo, KT(sub_ps)(e2, x)), twopk);
+    const kt_v thi = KT_APS(KT(slli_epi32)(KT(sub_epi32)(kti(0x7f), k), 23));
+    const kt_v rhi = KT(mul_ps)(KT(add_ps)(KT(sub_ps)(x, KT(add_ps)(e2, thi)), kt1(1.0f)), twopk);
+    const kt_m kbig = KT_OR_M(KT_GT(kti(-1), k), KT_GT(k, kti(56)));
+    kt_v r = KT_SEL(rhi, rlo, KT_GT(kti(23), k));
+    r = KT_SEL(r, rbig, kbig);
+    r = KT_SEL(r, rp1, KT_EQ(k, kti(1)));
+    r = KT_SEL(r, rm1, KT_EQ(k, kti(-1)));
+    r = KT_SEL(r, res0, KT_EQ(k, kti(0)));
+    return KT_SEL(r, a, tiny);
 }
-KINLINE __m512 tanhf_fd_z(__m512 v) {
-    const __m512i jx = _mm512_castps_si512(v);
-    const __m512i ix = _mm512_and_si512(jx, _mm512_set1_epi32(0x7fffffff));
-    const __m512 ax = _mm512_castsi512_ps(ix);
-    const __mmask16 ge1 = _mm512_cmpge_epi32_mask(ix, _mm512_set1_epi32(0x3f800000));
-    const __m512 a = _mm512_mask_mov_ps(_mm512_mul_ps(ks(-2.0f), ax), ge1, _mm512_add_ps(ax, ax));
-    const __m512 t = expm1f_fd_z(a);
-    const __m512 zp = _mm512_sub_ps(ks(1.0f), _mm512_div_ps(ks(2.0f), _mm512_add_ps(t, ks(2.0f))));
-    const __m512 zm = _mm512_div_ps(_mm512_xor_ps(t, ks(-0.0f)), _mm512_add_ps(t, ks(2.0f)));
-    __m512 z = _mm512_mask_mov_ps(zm, ge1, zp);
-    z = _mm512_mask_mov_ps(z, _mm512_cmpge_epi32_mask(ix, _mm512_set1_epi32(0x41b00000)), _mm512_sub_ps(ks(1.0f), ks(1.0e-30f)));
-    z = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(z), _mm512_and_si512(jx, _mm512_set1_epi32((int)0x80000000u))));
-    return _mm512_mask_mov_ps(z, _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(0x24000000), ix),
-                              _mm512_mul_ps(v, _mm512_add_ps(ks(1.0f), v)));
+KINLINE kt_v tanhf_fd_v(kt_v v) {
+    const kt_i jx = KT_ASI(v);
+    const kt_i ix = KT_AND(jx, kti(0x7fffffff));
+    const kt_v ax = KT_APS(ix);
+    const kt_m ge1 = KT_GT(ix, kti(0x3f7fffff));
+    const kt_v a = KT_SEL(KT(mul_ps)(kt1(-2.0f), ax), KT(add_ps)(ax, ax), ge1);
+    const kt_v t = expm1f_fd_v(a);
+    const kt_v zp = KT(sub_ps)(kt1(1.0f), KT(div_ps)(kt1(2.0f), KT(add_ps)(t, kt1(2.0f))));
+    const kt_v zm = KT(div_ps)(KT_APS(KT_XOR(KT_ASI(t), kti((int)0x80000000u))), KT(add_ps)(t, kt1(2.0f)));
+    kt_v z = KT_SEL(zm, zp, ge1);
+    z = KT_SEL(z, KT(sub_ps)(kt1(1.0f), kt1(1.0e-30f)), KT_GT(ix, kti(0x41afffff)));
+    z = KT_APS(KT_XOR(KT_ASI(z), KT_AND(jx, kti((int)0x80000000u))));
+    return KT_SEL(z, KT(mul_ps)(v, KT(add_ps)(kt1(1.0f), v)), KT_GT(kti(0x24000000), ix));
 }
 /* y = c * tanhf(y * (1/c)) */
-static void softcap_z(float *y, int64_t n, float c) {
+static void softcap_x86(float *y, int64_t n, float c) {
     const float inv = 1.0f / c;
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(y + i), ks(inv));
-        const __mmask16 fin = _mm512_cmple_epi32_mask(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)),
-                                                      _mm512_set1_epi32(0x7f7fffff));
-        if (fin != 0xffff) { kern_softcap_fd(y + i, 16, c); continue; }
-        _mm512_storeu_ps(y + i, _mm512_mul_ps(tanhf_fd_z(v), ks(c)));
+    for (; i + KX_FW <= n; i += KX_FW) {
+        const kt_v v = KT(mul_ps)(KT(loadu_ps)(y + i), kt1(inv));
+        if (KT_ANY(KT_GT(KT_AND(KT_ASI(v), kti(0x7fffffff)), kti(0x7f7fffff)))) { kern_softcap_fd(y + i, KX_FW, c); continue; }
+        KT(storeu_ps)(y + i, KT(mul_ps)(tanhf_fd_v(v), kt1(c)));
     }
     kern_softcap_fd(y + i, n - i, c);
 }
-#endif
-#if !defined(KX_F512)
-/* ==== The soft-cap's tanh on 8 lanes (the AVX2 table): tanhf_fd_z's steps, lanes picked by
- * blends on compare masks (sign bits) ==== */
-KINLINE __m256 ky(float f) { return _mm256_set1_ps(f); }
-KINLINE __m256i kyi(int v) { return _mm256_set1_epi32(v); }
-KINLINE __m256 bl(__m256 a, __m256 b, __m256i m) { return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(m)); }
-KINLINE __m256 expm1f_fd_y(__m256 a) {
-    const __m256i ia = _mm256_castps_si256(a);
-    const __m256i hx = _mm256_and_si256(ia, kyi(0x7fffffff));
-    const __m256i neg = _mm256_srai_epi32(ia, 31);
-    const __m256i red = _mm256_cmpgt_epi32(hx, kyi(0x3eb17218));
-    const __m256i tiny = _mm256_cmpgt_epi32(kyi(0x33000000), hx);
-    const __m256i near = _mm256_cmpgt_epi32(kyi(0x3f851592), hx);
-    const __m256 hi1 = bl(_mm256_sub_ps(a, ky(6.9313812256e-01f)), _mm256_add_ps(a, ky(6.9313812256e-01f)), neg);
-    const __m256 lo1 = bl(ky(9.0580006145e-06f), ky(-9.0580006145e-06f), neg);
-    const __m256i k1 = _mm256_or_si256(neg, kyi(1)); /* -1 or 1 */
-    const __m256 kf = _mm256_add_ps(_mm256_mul_ps(ky(1.4426950216e+00f), a), bl(ky(0.5f), ky(-0.5f), neg));
-    const __m256i kn = _mm256_cvttps_epi32(kf);
-    const __m256 tk = _mm256_cvtepi32_ps(kn);
-    const __m256 hin = _mm256_sub_ps(a, _mm256_mul_ps(tk, ky(6.9313812256e-01f)));
-    const __m256 lon = _mm256_mul_ps(tk, ky(9.0580006145e-06f));
-    const __m256 hi = bl(hin, hi1, near), lo = bl(lon, lo1, near);
-    const __m256i k = _mm256_and_si256(red, _mm256_blendv_epi8(kn, k1, near));
-    const __m256 xr = _mm256_sub_ps(hi, lo);
-    const __m256 x = bl(a, xr, red);
-    const __m256 c = _mm256_sub_ps(_mm256_sub_ps(hi, xr), lo);
-    const __m256 hfx = _mm256_mul_ps(ky(0.5f), x);
-    const __m256 hxs = _mm256_mul_ps(x, hfx);
-    __m256 r1 = _mm256_add_ps(ky(4.0082177293e-06f), _mm256_mul_ps(hxs, ky(-2.0109921195e-07f)));
-    r1 = _mm256_add_ps(ky(-7.9365076090e-05f), _mm256_mul_ps(hxs, r1));
-    r1 = _mm256_add_ps(ky(1.5873016091e-03f), _mm256_mul_ps(hxs, r1));
-    r1 = _mm256_add_ps(ky(-3.3333335072e-02f), _mm256_mul_ps(hxs, r1));
-    r1 = _mm256_add_ps(ky(1.0f), _mm256_mul_ps(hxs, r1));
-    const __m256 t = _mm256_sub_ps(ky(3.0f), _mm256_mul_ps(r1, hfx));
-    const __m256 e = _mm256_mul_ps(hxs, _mm256_div_ps(_mm256_sub_ps(r1, t), _mm256_sub_ps(ky(6.0f), _mm256_mul_ps(x, t))));
-    const __m256 res0 = _mm256_sub_ps(x, _mm256_sub_ps(_mm256_mul_ps(x, e), hxs));
-    const __m256 e2 = _mm256_sub_ps(_mm256_sub_ps(_mm256_mul_ps(x, _mm256_sub_ps(e, c)), c), hxs);
-    const __m256 twopk = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, kyi(0x7f)), 23));
-    const __m256 rm1 = _mm256_sub_ps(_mm256_mul_ps(ky(0.5f), _mm256_sub_ps(x, e2)), ky(0.5f));
-    const __m256 rp1a = _mm256_mul_ps(ky(-2.0f), _mm256_sub_ps(e2, _mm256_add_ps(x, ky(0.5f))));
-    const __m256 rp1b = _mm256_add_ps(ky(1.0f), _mm256_mul_ps(ky(2.0f), _mm256_sub_ps(x, e2)));
-    const __m256 rp1 = _mm256_blendv_ps(rp1b, rp1a, _mm256_cmp_ps(x, ky(-0.25f), _CMP_LT_OQ));
-    const __m256 rbig = _mm256_sub_ps(_mm256_mul_ps(_mm256_sub_ps(ky(1.0f), _mm256_sub_ps(e2, x)), twopk), ky(1.0f));
-    const __m256 tlo = _mm256_castsi256_ps(_mm256_sub_epi32(kyi(0x3f800000), _mm256_srlv_epi32(kyi(0x1000000), k)));
-    const __m256 rlo = _mm256_mul_ps(_mm256_sub_ps(tlo, _mm256_sub_ps(e2, x)), twopk);
-    const __m256 thi = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_sub_epi32(kyi(0x7f), k), 23));
-    const __m256 rhi = _mm256_mul_ps(_mm256_add_ps(_mm256_sub_ps(x, _mm256_add_ps(e2, thi)), ky(1.0f)), twopk);
-    const __m256i kbig = _mm256_or_si256(_mm256_cmpgt_epi32(kyi(-1), k), _mm256_cmpgt_epi32(k, kyi(56)));
-    __m256 r = bl(rhi, rlo, _mm256_cmpgt_epi32(kyi(23), k));
-    r = bl(r, rbig, kbig);
-    r = bl(r, rp1, _mm256_cmpeq_epi32(k, kyi(1)));
-    r = bl(r, rm1, _mm256_cmpeq_epi32(k, kyi(-1)));
-    r = bl(r, res0, _mm256_cmpeq_epi32(k, _mm256_setzero_si256()));
-    return bl(r, a, tiny);
-}
-KINLINE __m256 tanhf_fd_y(__m256 v) {
-    const __m256i jx = _mm256_castps_si256(v);
-    const __m256i ix = _mm256_and_si256(jx, kyi(0x7fffffff));
-    const __m256 ax = _mm256_castsi256_ps(ix);
-    const __m256i ge1 = _mm256_cmpgt_epi32(ix, kyi(0x3f7fffff));
-    const __m256 a = bl(_mm256_mul_ps(ky(-2.0f), ax), _mm256_add_ps(ax, ax), ge1);
-    const __m256 t = expm1f_fd_y(a);
-    const __m256 zp = _mm256_sub_ps(ky(1.0f), _mm256_div_ps(ky(2.0f), _mm256_add_ps(t, ky(2.0f))));
-    const __m256 zm = _mm256_div_ps(_mm256_xor_ps(t, ky(-0.0f)), _mm256_add_ps(t, ky(2.0f)));
-    __m256 z = bl(zm, zp, ge1);
-    z = bl(z, _mm256_sub_ps(ky(1.0f), ky(1.0e-30f)), _mm256_cmpgt_epi32(ix, kyi(0x41afffff)));
-    z = _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(z), _mm256_and_si256(jx, kyi((int)0x80000000u))));
-    return bl(z, _mm256_mul_ps(v, _mm256_add_ps(ky(1.0f), v)), _mm256_cmpgt_epi32(kyi(0x24000000), ix));
-}
-/* y = c * tanhf(y * (1/c)) */
-static void softcap_y(float *y, int64_t n, float c) {
-    const float inv = 1.0f / c;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(y + i), ky(inv));
-        const __m256i big = _mm256_cmpgt_epi32(_mm256_and_si256(_mm256_castps_si256(v), kyi(0x7fffffff)), kyi(0x7f7fffff));
-        if (!_mm256_testz_si256(big, big)) { kern_softcap_fd(y + i, 8, c); continue; }
-        _mm256_storeu_ps(y + i, _mm256_mul_ps(tanhf_fd_y(v), ky(c)));
-    }
-    kern_softcap_fd(y + i, n - i, c);
-}
-#endif
 #if defined(KX_F512)
 #define KX_EXPSUM expsum_z16v
 #define KX_VEC_W 16
-#define KX_SOFTCAP softcap_z
 #else
 #define KX_EXPSUM expsum_x86v
 #define KX_VEC_W 8
-#define KX_SOFTCAP softcap_y
 #endif
 #define KX_TABLE(MM_BF16, MM_BF16_GRP, TB_K_BF16, Z) {                                      \
     .name = KX_NAME,                                                                        \
@@ -2380,7 +2321,7 @@ static void softcap_y(float *y, int64_t n, float c) {
     .pick = kern_pick_x86,                                                                  \
     .matmul_vd = { KX_VD_Q2K },                                                             \
     .expsum = KX_EXPSUM,                                                                    \
-    .softcap = KX_SOFTCAP,                                                                  \
+    .softcap = softcap_x86,                                                                  \
     .vec_w = KX_VEC_W,                                                                      \
     .matmul = {                                                                             \
         [G4_TYPE_F32] = mm_f32, [G4_TYPE_F16] = mm_f16, [G4_TYPE_BF16] = MM_BF16,           \
