@@ -8,6 +8,8 @@
  *   type (matmul_grp, and whatever the table's pick chooses: llama.cpp's other float orders);
  *   a table whose F16 kernels accumulate in fp16 lanes (f16_lanes) is checked bit for bit
  *   against quant_dot_f16_fp16 instead
+ * - every matmul / matmul_grp: a column's bits do not depend on the other columns of the call
+ *   (70 tokens at once = 4 at a time)
  * - geglu: bit-exact with kern_geglu_ref over a table of scattered finite f16 values (random
  *   gates over the table's range and past +-10, the +-10 edges, f16 rounding ties, signed
  *   zeros, tails): every lookup index and the edges must agree
@@ -229,6 +231,44 @@ static void matmuls(const g4_kern *ref, const g4_kern *k) {
             if (getenv("G4_TEST_VERBOSE"))
                 fprintf(stderr, "    %-7s %-7s kernel %d worst NMSE %.3g%s\n", k->name, tr->name, fi, worst, f16m >= 0 ? " (fp16 model: exact)" : "");
         }
+    }
+}
+
+/* A column's result does not depend on the other columns of the call: every matmul and
+ * matmul_grp on 70 tokens at once (the AVX-512 Q4_K gemm's repacked path: blocks of 64 tokens,
+ * groups of 8, 16-row tiles, chunks of 4 super-blocks) equals, bit for bit, the same kernel on
+ * the same tokens 4 at a time (below its repacking threshold), over rows [3, 37) of 40. */
+static void column_splits(const g4_kern *k) {
+    uint64_t s = 99;
+    enum { NT = 70, NO = 40, PIECE = 4 };
+    for (int wi = 0; wi < N_WTYPES; wi++) {
+        const uint32_t type = WTYPES[wi];
+        const g4_type_traits *tr = quant_traits(type);
+        const int dt = tr->dot_type;
+        if (!k->matmul[type]) continue;
+        const int64_t n_in = 6144;
+        const size_t wrb = quant_row_bytes(type, n_in), xrb = kern_act_row_bytes(dt, n_in);
+        uint8_t *w = malloc(wrb * NO), *xq = malloc(xrb * NT);
+        float *x = malloc((size_t)n_in * sizeof *x), *y0 = malloc(NO * NT * sizeof *y0), *y1 = malloc(NO * NT * sizeof *y1);
+        make_weights(type, 0, NO, n_in, w, &s);
+        for (int t = 0; t < NT; t++) {
+            for (int64_t i = 0; i < n_in; i++) x[i] = gauss(&s) * (i % 11 == 0 ? 4.0f : 1.0f);
+            k->quantize_act[dt](x, xq + (size_t)t * xrb, n_in);
+        }
+        for (int g = 0; g < 2; g++) {
+            const g4_matmul_fn fn = g ? k->matmul_grp[type] : k->matmul[type];
+            if (!fn) continue;
+            memset(y0, 0, NO * NT * sizeof *y0);
+            memset(y1, 0, NO * NT * sizeof *y1);
+            fn(y0, NO, w, wrb, xq, xrb, n_in, 3, NO - 3, NT);
+            for (int t = 0; t < NT; t += PIECE)
+                fn(y1 + (size_t)t * NO, NO, w, wrb, xq + (size_t)t * xrb, xrb, n_in, 3, NO - 3, NT - t < PIECE ? NT - t : PIECE);
+            int bad = 0;
+            for (int i = 0; i < NO * NT; i++) bad += memcmp(&y0[i], &y1[i], sizeof *y0) != 0;
+            T_CHECKF(bad == 0, "%s %s %s: %d of %d outputs change with the columns in the call", k->name, tr->name,
+                     g ? "matmul_grp" : "matmul", bad, NO * NT);
+        }
+        free(w); free(xq); free(x); free(y0); free(y1);
     }
 }
 
@@ -461,6 +501,7 @@ T_GROUP(kern) {
         if (getenv("G4_TEST_VERBOSE")) fprintf(stderr, "    testing kernel set %s\n", ks[i]->name);
         act_quantizers(ref, ks[i]);
         matmuls(ref, ks[i]);
+        column_splits(ks[i]);
     }
     /* any table of finite f16 values shows a wrong index or edge: scattered values, the
      * exponent's low bit cleared so none is Inf/NaN */

@@ -2,13 +2,13 @@
  * E2B shapes next to the single-thread DRAM read rate measured in the same run, and Q4_K
  * prefill GEMM throughput next to a measured int8 dot peak.
  *
- *   build/g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H] [-D] [-B] [-A] [-E]
+ *   build/g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H] [-D] [-B] [-A] [-E] [-G]
  *   (-q: quick, small shapes; -T q4_K,q6_K: only these weight types; -S LM: only shapes whose
  *   label contains this; -1: matvec on 1 thread only, no 2-thread runs, no GEMM; -H: matvec
  *   weights in transparent huge pages (madvise), to compare with 4 KiB pages; -D: only the
  *   DRAM read rates, 1 and 2 threads, for scripts/bench_vs_llama.sh; -B: batched decode
  *   per-token costs; -A: the attention products of one decoded token at depth; -E: the routed
- *   experts of a 26B-A4B layer)
+ *   experts of a 26B-A4B layer; -G: the Q4_K prompt gemm at E2B and 31B shapes)
  *
  * Shapes are ggml order n_in x n_out (ffn_gate/up 1536x6144, ffn_down 6144x1536, layers
  * 15-34 gate/up 1536x12288, LM head 1536x262144). Weights are random blocks (random bytes,
@@ -425,9 +425,38 @@ static void bench_experts(const g4_kern *k, int reps, const char *types) {
     }
 }
 
+/* -G: the Q4_K prompt gemm (matmul_grp: llama.cpp's repacked 4-column order) and the same
+ * tokens through matmul (its one-column order, which the last N % 4 columns and the MoE experts
+ * take) at E2B's and 31B's FFN shapes, weights from DRAM for the 31B ones; 1 thread. GOP/s =
+ * 2 * n_in * n_out * n_tok / time, median (best) of reps. */
+static void bench_gemm_q4k(const g4_kern *k, int reps) {
+    static const struct { int64_t n_in, n_out; const char *what; } SH[] = {
+        { 1536, 6144, "E2B ffn_up (in cache)" }, { 5376, 21504, "31B ffn_up (DRAM)" }, { 21504, 5376, "31B ffn_down (DRAM)" },
+    };
+    static const int NT[] = { 8, 16, 32, 64, 256 };
+    printf("Q4_K prompt gemm, 1 thread, %s table, median (best) of %d\n", k->name, reps);
+    for (size_t si = 0; si < sizeof SH / sizeof SH[0]; si++) {
+        const size_t bytes = quant_row_bytes(G4_TYPE_Q4_K, SH[si].n_in) * (size_t)SH[si].n_out;
+        uint8_t *w = weights_alloc(bytes, 0);
+        if (!w) continue;
+        random_blocks(G4_TYPE_Q4_K, w, bytes);
+        for (size_t ni = 0; ni < sizeof NT / sizeof NT[0]; ni++)
+            for (int g = 1; g >= 0; g--) {
+                const g4_matmul_fn fn = g && k->matmul_grp[G4_TYPE_Q4_K] ? k->matmul_grp[G4_TYPE_Q4_K] : k->matmul[G4_TYPE_Q4_K];
+                double b;
+                const double t = time_matmul_g(k, NULL, G4_TYPE_Q4_K, w, SH[si].n_in, SH[si].n_out, NT[ni], reps,
+                                               SH[si].n_out, &b, fn);
+                const double ops = 2.0 * (double)SH[si].n_in * (double)SH[si].n_out * NT[ni];
+                printf("%-22s %5lldx%-5lld n_tok %3d %-10s %6.1f GOP/s (%6.1f)\n", SH[si].what, (long long)SH[si].n_in,
+                       (long long)SH[si].n_out, NT[ni], g ? "matmul_grp" : "matmul", ops / t * 1e-9, ops / b * 1e-9);
+            }
+        free(w);
+    }
+}
+
 int main(int argc, char **argv) {
     const char *force = NULL;
-    int reps = 7, quick = 0, only1 = 0, huge = 0, dram_only = 0, batched = 0, attn = 0, experts = 0;
+    int reps = 7, quick = 0, only1 = 0, huge = 0, dram_only = 0, batched = 0, attn = 0, experts = 0, gemm = 0;
     const char *types = NULL, *shapes = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-k") && i + 1 < argc) force = argv[++i];
@@ -439,9 +468,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-B")) batched = 1;
         else if (!strcmp(argv[i], "-A")) attn = 1;
         else if (!strcmp(argv[i], "-E")) experts = 1;
+        else if (!strcmp(argv[i], "-G")) gemm = 1;
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-q")) quick = 1;
-        else { fprintf(stderr, "usage: g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H] [-D] [-B] [-A] [-E]\n"); return 2; }
+        else { fprintf(stderr, "usage: g4-bench-kern [-k scalar|avx2|avx512] [-r reps] [-q] [-T types] [-S shape] [-1] [-H] [-D] [-B] [-A] [-E] [-G]\n"); return 2; }
     }
     if (reps < 1) reps = 1;
     if (reps > 31) reps = 31;
@@ -456,6 +486,7 @@ int main(int argc, char **argv) {
     if (batched) { bench_batched(k, reps, types); return 0; }
     if (attn) { bench_attn(k, reps); return 0; }
     if (experts) { bench_experts(k, reps, types); return 0; }
+    if (gemm) { bench_gemm_q4k(k, reps); return 0; }
     printf("kernel set: %s, reps %d (medians)\n", k->name, reps);
     double bw_best = 0;
     const size_t dram_bytes = quick ? (size_t)256 << 20 : (size_t)1 << 30;

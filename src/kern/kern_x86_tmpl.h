@@ -1472,7 +1472,8 @@ DEF_MM_TILE(q4_K_grp, CALL_Q4_K_G)
 #define CALL_Q4_K_GZ(wr, x, xrb, n, T, o, pf, pft) tile_q4_K_z(wr, x, xrb, n, T, o, 1, pf, (pft) / (size_t)((n) / 256))
 DEF_MM_TILE(q4_0_z, CALL_Q4_0_Z)
 DEF_MM_TILE(q4_K_z, CALL_Q4_K_Z)
-DEF_MM_TILE(q4_K_grp_z, CALL_Q4_K_GZ)
+DEF_MM_TILE(q4_K_grp_zt, CALL_Q4_K_GZ)
+#include "kern_x86_rq4k.h" /* mm_q4_K_grp_z: mm_q4_K_grp_zt below RQ_MIN tokens */
 #endif
 #define CALL_IQ4_XS_P(wr, x, xrb, n, T, o, pf, pft) ((void)(pf), tile_iq4_xs(wr, x, xrb, n, T, o))
 DEF_MM_TILE(iq4_xs_p, CALL_IQ4_XS_P)

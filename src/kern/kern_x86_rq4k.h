@@ -1,0 +1,251 @@
+/* kern_x86_rq4k.h - the Q4_K prompt gemm (grp order) on 16 rows repacked per call: one row per
+ * i32 lane, so no lane reductions. Included by kern_x86_tmpl.h in the AVX-512 build (KX_F512),
+ * after tile_q4_K_z and its driver mm_q4_K_grp_zt, for the zmm tables.
+ *
+ * The float order is tile_q4_K_z's grp = 1 (llama.cpp's repacked q4_K 4-column gemm): per row,
+ * super-block i and pair of sub-blocks k in order,
+ *   acc  = fma((float)isum(i, k), dw * da, acc),   isum = s(2k) dot(2k) + s(2k+1) dot(2k+1)
+ *   accm = fma((float)imin(i, k), dmin * da, accm), imin = m(2k) bs(2k) + m(2k+1) bs(2k+1)
+ * and y = acc - accm. Only the exact integers are formed another way, so the bits are the same.
+ *
+ * tile_q4_K_z spends most of its time summing lanes: a row's codes fill whole vectors, so every
+ * row's products end up spread over 16 lanes and are folded across lanes for each row, token and
+ * pair. Here 16 rows' codes of a super-block are first transposed (rq4k_pack: a 16 x 16 dword
+ * transpose of each 64-byte half, nibbles split) so that lane r of a vector holds row r's codes
+ * 4g .. 4g + 3 of a sub-block; a token's four activations of those positions are one broadcast
+ * dword, so vpdpbusd (with the broadcast as its memory operand) accumulates each row's dot in its
+ * own lane: 8 vpdpbusd per sub-block, one vpmulld by the 16 rows' scales, nothing else per
+ * code. The transposed super-blocks (5 KB per 16 rows) are reused by every token of a block of
+ * RQ_TB tokens, so the transpose costs a few percent. */
+
+/* Measured on Zen 5 (g4-bench-kern -G): 4 super-blocks per chunk, 128 tokens per block; below
+ * 24 tokens the weights stream from DRAM faster through mm_q4_K_grp_zt (its prefetch is spread
+ * over its loop; here a chunk's lines are asked for in one burst) */
+#define RQ_SBC 4   /* super-blocks per repacked chunk (20 KB of stack) */
+#define RQ_PF 2    /* chunks of weights prefetched ahead */
+#define RQ_TB 128  /* tokens per block: each chunk is repacked once per block (16 KB of state) */
+#define RQ_TG 8    /* tokens per pass: 8 vpdpbusd chains cover its latency at 2 per cycle */
+#define RQ_MIN 24  /* fewer tokens: mm_q4_K_grp_zt */
+
+typedef struct rq4k_sb {        /* one super-block of 16 rows, repacked (lane r = row r) */
+    float d[16], dm[16];        /* the rows' d and dmin as f32 */
+    int32_t sc[8][16];          /* sub-block s's scale of row r */
+    int32_t mn[4][16];          /* (m(2k), m(2k+1)) as two i16 per row, for vpmaddwd */
+    uint8_t q[8][8][64];        /* sub-block s, group g: row r's codes 4g .. 4g + 3 at bytes 4r .. 4r + 3 */
+} rq4k_sb;
+
+/* t[j] lane r = dword j of r[r]: a 16 x 16 transpose of dwords */
+KINLINE void rq_tr16(const __m512i *r, __m512i *t) {
+    __m512i a[16], u[16];
+    KUNROLL
+    for (int i = 0; i < 8; i++) {
+        a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);     /* per 128-bit lane l: R0.4l, R1.4l, R0.4l+1, R1.4l+1 */
+        a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]); /* R0.4l+2, R1.4l+2, R0.4l+3, R1.4l+3 */
+    }
+    /* u[4G + e] lane l: rows 4G .. 4G + 3 of dword 4l + e */
+    KUNROLL
+    for (int G = 0; G < 4; G++) {
+        u[4 * G + 0] = _mm512_unpacklo_epi64(a[4 * G], a[4 * G + 2]);
+        u[4 * G + 1] = _mm512_unpackhi_epi64(a[4 * G], a[4 * G + 2]);
+        u[4 * G + 2] = _mm512_unpacklo_epi64(a[4 * G + 1], a[4 * G + 3]);
+        u[4 * G + 3] = _mm512_unpackhi_epi64(a[4 * G + 1], a[4 * G + 3]);
+    }
+    /* a 4 x 4 transpose of 128-bit lanes for each e: t[4l + e] lane G = u[4G + e] lane l */
+    KUNROLL
+    for (int e = 0; e < 4; e++) {
+        const __m512i p = _mm512_shuffle_i32x4(u[e], u[4 + e], _MM_SHUFFLE(1, 0, 1, 0));
+        const __m512i q = _mm512_shuffle_i32x4(u[e], u[4 + e], _MM_SHUFFLE(3, 2, 3, 2));
+        const __m512i v = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], _MM_SHUFFLE(1, 0, 1, 0));
+        const __m512i w = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], _MM_SHUFFLE(3, 2, 3, 2));
+        t[e] = _mm512_shuffle_i32x4(p, v, _MM_SHUFFLE(2, 0, 2, 0));
+        t[4 + e] = _mm512_shuffle_i32x4(p, v, _MM_SHUFFLE(3, 1, 3, 1));
+        t[8 + e] = _mm512_shuffle_i32x4(q, w, _MM_SHUFFLE(2, 0, 2, 0));
+        t[12 + e] = _mm512_shuffle_i32x4(q, w, _MM_SHUFFLE(3, 1, 3, 1));
+    }
+}
+
+/* kq_scales_v on four rows at once, one per 128-bit lane (its shuffles and masks act per lane) */
+KINLINE __m512i kq_scales_z4(__m512i v) {
+    const __m512i a = _mm512_shuffle_epi8(v, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11)));
+    const __m512i b = _mm512_shuffle_epi8(v, _mm512_broadcast_i32x4(_mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7)));
+    const __m512i lo = _mm512_and_si512(a, _mm512_broadcast_i32x4(_mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)));
+    const __m512i m47 = _mm512_and_si512(_mm512_srli_epi16(a, 4), _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+    const __m512i hi = _mm512_srli_epi16(_mm512_and_si512(b, _mm512_set1_epi8((char)0xc0)), 2);
+    return _mm512_or_si512(_mm512_or_si512(lo, m47), hi);
+}
+
+/* super-block of the 16 rows wr[r] at byte off -> *o */
+static void rq4k_pack(const uint8_t *const *wr, size_t off, rq4k_sb *restrict o) {
+    uint16_t dh[2][16]; /* the rows' f16 d, dmin */
+    for (int r = 0; r < 16; r++) dh[0][r] = quant_rd16(wr[r] + off), dh[1][r] = quant_rd16(wr[r] + off + 2);
+    _mm512_store_ps(o->d, _mm512_cvtph_ps(ld256(dh[0])));
+    _mm512_store_ps(o->dm, _mm512_cvtph_ps(ld256(dh[1])));
+    /* Z[q] lane j: row q + 4j's scale bytes (s0..s7, m0..m7); after a 4 x 4 dword transpose per
+     * 128-bit lane, U[c] element 4j + q = dword c of row 4j + q: lane r = row r */
+    __m512i Z[4], U[4];
+    KUNROLL
+    for (int q = 0; q < 4; q++)
+        Z[q] = kq_scales_z4(ld4x128(wr[q] + off + 4, wr[q + 4] + off + 4, wr[q + 8] + off + 4, wr[q + 12] + off + 4));
+    {
+        const __m512i t0 = _mm512_unpacklo_epi32(Z[0], Z[1]), t1 = _mm512_unpackhi_epi32(Z[0], Z[1]);
+        const __m512i t2 = _mm512_unpacklo_epi32(Z[2], Z[3]), t3 = _mm512_unpackhi_epi32(Z[2], Z[3]);
+        U[0] = _mm512_unpacklo_epi64(t0, t2), U[1] = _mm512_unpackhi_epi64(t0, t2);
+        U[2] = _mm512_unpacklo_epi64(t1, t3), U[3] = _mm512_unpackhi_epi64(t1, t3);
+    }
+    const __m512i ff = _mm512_set1_epi32(0xff);
+    KUNROLL
+    for (int s = 0; s < 8; s++) _mm512_store_si512(o->sc[s], _mm512_and_si512(_mm512_srli_epi32(U[s >> 2], 8 * (s & 3)), ff));
+    const __m512i mlo = _mm512_broadcast_i32x4(_mm_setr_epi8(0, -1, 1, -1, 4, -1, 5, -1, 8, -1, 9, -1, 12, -1, 13, -1));
+    const __m512i mhi = _mm512_broadcast_i32x4(_mm_setr_epi8(2, -1, 3, -1, 6, -1, 7, -1, 10, -1, 11, -1, 14, -1, 15, -1));
+    KUNROLL
+    for (int k = 0; k < 4; k++) _mm512_store_si512(o->mn[k], _mm512_shuffle_epi8(U[2 + (k >> 1)], (k & 1) ? mhi : mlo));
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    KUNROLL
+    for (int c = 0; c < 2; c++) { /* bytes 64c .. 64c + 63 of the codes: pairs 2c, 2c + 1 */
+        __m512i R[16], T[16];
+        KUNROLL
+        for (int r = 0; r < 16; r++) R[r] = ld512(wr[r] + off + 16 + 64 * c);
+        rq_tr16(R, T);
+        KUNROLL
+        for (int j = 0; j < 16; j++) { /* byte 64c + 4j: pair k = 2c + j / 8, group j % 8 */
+            const int k = 2 * c + (j >> 3), g = j & 7;
+            _mm512_storeu_si512(o->q[2 * k][g], _mm512_and_si512(T[j], m4));
+            _mm512_storeu_si512(o->q[2 * k + 1][g], _mm512_and_si512(_mm512_srli_epi16(T[j], 4), m4));
+        }
+    }
+}
+
+KINLINE int32_t rq_rd32(const uint8_t *p) { int32_t v; memcpy(&v, p, 4); return v; }
+/* acc += vpdpbusd(w, the dword at p broadcast), the broadcast as the instruction's memory
+ * operand (GCC 12 does not fold _mm512_set1_epi32 of a load into it) */
+KINLINE __m512i rq_dp(__m512i acc, __m512i w, const uint8_t *p) {
+#if defined(G4_SIMDE_AVX512)
+    return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(rq_rd32(p)));
+#else
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const int32_t *)(const void *)p));
+    return acc;
+#endif
+}
+
+/* ns repacked super-blocks (i0 .. i0 + ns - 1 of the rows) x T tokens (x: token 0's Q8_K row,
+ * xrb apart); st[t][0] / st[t][1]: token t's acc / accm lanes, carried over calls */
+KINLINE void rq4k_run(const rq4k_sb *restrict p, int ns, const uint8_t *restrict x, size_t xrb, int64_t i0,
+                      const int T, float (*restrict st)[2][16]) {
+    const __m512i zero = _mm512_setzero_si512();
+    for (int j = 0; j < ns; j++, p++) {
+        const uint8_t *xb = x + (size_t)(i0 + j) * 292;
+        const uint8_t *xt[RQ_TG];
+        KUNROLL
+        for (int t = 0; t < T; t++) xt[t] = xb + t * xrb + 4;
+        int32_t bsw[RQ_TG][4];
+        float dat[RQ_TG];
+        _Alignas(64) float dd[RQ_TG][2][16]; /* token t's dw * da, dmin * da */
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            q4k_bsw(xb + t * xrb, bsw[t], &dat[t]);
+            const __m512 da = _mm512_set1_ps(dat[t]);
+            _mm512_store_ps(dd[t][0], _mm512_mul_ps(_mm512_load_ps(p->d), da));
+            _mm512_store_ps(dd[t][1], _mm512_mul_ps(_mm512_load_ps(p->dm), da));
+        }
+        KUNROLL
+        for (int k = 0; k < 4; k++) {
+            __m512i P[RQ_TG];
+            KUNROLL
+            for (int h = 0; h < 2; h++) {
+                const int s = 2 * k + h;
+                /* two chains per token when there are too few tokens to hide the latency */
+                __m512i D[RQ_TG], E[RQ_TG];
+                KUNROLL
+                for (int t = 0; t < T; t++) D[t] = E[t] = zero;
+                KUNROLL
+                for (int g = 0; g < 8; g++) {
+                    const __m512i w = _mm512_load_si512(p->q[s][g]);
+                    KUNROLL
+                    for (int t = 0; t < T; t++) {
+                        const uint8_t *a = xt[t] + 32 * s + 4 * g;
+                        if (T <= 4 && (g & 1)) E[t] = rq_dp(E[t], w, a);
+                        else D[t] = rq_dp(D[t], w, a);
+                    }
+                }
+                const __m512i sc = _mm512_load_si512(p->sc[s]);
+                KUNROLL
+                for (int t = 0; t < T; t++) {
+                    const __m512i dot = T <= 4 ? _mm512_add_epi32(D[t], E[t]) : D[t];
+                    const __m512i v = _mm512_mullo_epi32(dot, sc);
+                    P[t] = h ? _mm512_add_epi32(P[t], v) : v;
+                }
+            }
+            const __m512i mn = _mm512_load_si512(p->mn[k]);
+            KUNROLL
+            for (int t = 0; t < T; t++) {
+                const __m512 a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(P[t]), _mm512_load_ps(dd[t][0]), _mm512_load_ps(st[t][0]));
+                const __m512i im = _mm512_madd_epi16(mn, _mm512_set1_epi32(bsw[t][k]));
+                const __m512 m = _mm512_fmadd_ps(_mm512_cvtepi32_ps(im), _mm512_load_ps(dd[t][1]), _mm512_load_ps(st[t][1]));
+                _mm512_store_ps(st[t][0], a);
+                _mm512_store_ps(st[t][1], m);
+            }
+        }
+    }
+}
+
+/* prefetch chunk c (RQ_SBC super-blocks) of the tile at row rt, or past its last chunk the
+ * next tile's (rows below row1 only; a partial tile's missing rows are not fetched) */
+static void rq4k_prefetch(const uint8_t *w, size_t w_row_bytes, int64_t rt, int64_t row1, int64_t nb, int64_t c) {
+    const int64_t nc = (nb + RQ_SBC - 1) / RQ_SBC;
+    if (c >= nc) rt += 16, c -= nc;
+    const int64_t i0 = c * RQ_SBC, ns = nb - i0 < RQ_SBC ? nb - i0 : RQ_SBC;
+    for (int64_t r = rt; r < rt + 16 && r < row1; r++) {
+        const char *q = (const char *)w + (size_t)r * w_row_bytes + (size_t)i0 * 144;
+        for (size_t o = 0; o < (size_t)ns * 144; o += 64) _mm_prefetch(q + o, _MM_HINT_T0);
+        _mm_prefetch(q + (size_t)ns * 144 - 1, _MM_HINT_T0);
+    }
+}
+
+/* the grp-order Q4_K matmul of the zmm tables (kern.h contract) */
+static void mm_q4_K_grp_z(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes,
+                          const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1,
+                          int n_tok) {
+    if (n_tok < RQ_MIN) {
+        mm_q4_K_grp_zt(y, ldy, w, w_row_bytes, xq, xq_row_bytes, n_in, row0, row1, n_tok);
+        return;
+    }
+    const uint8_t *x = xq;
+    const int64_t nb = n_in / 256;
+    _Alignas(64) rq4k_sb buf[RQ_SBC];
+    _Alignas(64) float st[RQ_TB][2][16];
+    for (int64_t rt = row0; rt < row1; rt += 16) {
+        const int nr = row1 - rt < 16 ? (int)(row1 - rt) : 16;
+        const uint8_t *wr[16];
+        for (int r = 0; r < 16; r++) wr[r] = w + (size_t)(rt + (r < nr ? r : nr - 1)) * w_row_bytes;
+        for (int tb = 0; tb < n_tok; tb += RQ_TB) {
+            const int ntb = n_tok - tb < RQ_TB ? n_tok - tb : RQ_TB;
+            memset(st, 0, (size_t)ntb * sizeof st[0]);
+            const uint8_t *xt = x + (size_t)tb * xq_row_bytes;
+            for (int64_t i0 = 0; i0 < nb; i0 += RQ_SBC) {
+                const int ns = nb - i0 < RQ_SBC ? (int)(nb - i0) : RQ_SBC;
+                for (int j = 0; j < ns; j++) rq4k_pack(wr, (size_t)(i0 + j) * 144, &buf[j]);
+                if (tb == 0) /* the weights RQ_PF chunks ahead (into the next tile), while this one runs */
+                    rq4k_prefetch(w, w_row_bytes, rt, row1, nb, i0 / RQ_SBC + RQ_PF);
+                for (int t = 0; t < ntb; t += RQ_TG) {
+                    const uint8_t *xg = xt + (size_t)t * xq_row_bytes;
+                    switch (ntb - t < RQ_TG ? ntb - t : RQ_TG) {
+                    case 8: rq4k_run(buf, ns, xg, xq_row_bytes, i0, 8, st + t); break;
+                    case 7: rq4k_run(buf, ns, xg, xq_row_bytes, i0, 7, st + t); break;
+                    case 6: rq4k_run(buf, ns, xg, xq_row_bytes, i0, 6, st + t); break;
+                    case 5: rq4k_run(buf, ns, xg, xq_row_bytes, i0, 5, st + t); break;
+                    case 4: rq4k_run(buf, ns, xg, xq_row_bytes, i0, 4, st + t); break;
+                    case 3: rq4k_run(buf, ns, xg, xq_row_bytes, i0, 3, st + t); break;
+                    case 2: rq4k_run(buf, ns, xg, xq_row_bytes, i0, 2, st + t); break;
+                    default: rq4k_run(buf, ns, xg, xq_row_bytes, i0, 1, st + t); break;
+                    }
+                }
+            }
+            for (int t = 0; t < ntb; t++) {
+                const __m512 v = _mm512_sub_ps(_mm512_load_ps(st[t][0]), _mm512_load_ps(st[t][1]));
+                float *yy = y + (size_t)(tb + t) * ldy + (size_t)rt;
+                if (nr == 16) _mm512_storeu_ps(yy, v);
+                else { float tmp[16]; _mm512_storeu_ps(tmp, v); memcpy(yy, tmp, (size_t)nr * 4); }
+            }
+        }
+    }
+}
