@@ -1709,15 +1709,97 @@ KINLINE void dot4z_q8_0(const uint8_t *restrict w, size_t wrb, const uint8_t *re
     hsum2z(acc0, out);
     hsum2z(acc1, out + 2);
 }
-/* the driver's one-token passes of four rows (Q8_0) or none (Q5_0) */
+/* The four-row decode passes prefetch the rows whole groups of 4 ahead, at least B32Z_PF_MIN
+ * bytes: with short rows (the 26B-A4B experts' 704-element down rows) the next group alone is
+ * too near to cover DRAM latency (Zen 5, Q5_0 704 x 2816 from DRAM: 25 GB/s with the next group) */
+#define B32Z_PF_MIN 8192
+#define B32Z_PF_LEAD(wrb) (4 * (wrb) * ((B32Z_PF_MIN + 4 * (wrb) - 1) / (4 * (wrb))))
+/* the driver's one-token passes: four rows (Q8_0), row pairs by dot2z1_q5_0 (Q5_0) */
 #define B32Z_ROWS4_q8_0                                                                               \
     for (; nt == 1 && r + 4 <= row1; r += 4) {                                                        \
         const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * 34;                            \
-        dot4z_q8_0(wr, w_row_bytes, xt, sn * 32, o, da, (const char *)wr + 4 * w_row_bytes);          \
+        dot4z_q8_0(wr, w_row_bytes, xt, sn * 32, o, da, (const char *)wr + B32Z_PF_LEAD(w_row_bytes));  \
         float *yy = y + (size_t)t * ldy + (size_t)r; /* the group's one token */                     \
         for (int j = 0; j < 4; j++) yy[j] = s0 ? yy[j] + o[j] : o[j];                                 \
     }
-#define B32Z_ROWS4_q5_0
+/* Q5_0 decode (one token): the unsigned codes u = nibble + 16 * fifth bit (0 .. 31), the fifth
+ * bits as mask registers (kunpackd of the two rows' qh), and vpdpbusd from each lane's
+ * correction -16 * (its 4 activations' sum), made once per block for all row pairs: the same
+ * exact i32 lanes as dot2z_q5_0's sign trick (sum (u - 16) a), without |codes|, their sign
+ * mask and a negation of the activations per row pair; the same float steps */
+KINLINE __m512i dec2zu_q5_0(const uint8_t *b0, const uint8_t *b1) {
+    /* [qs0 | qs0 | qs1 | qs1] by two 128-bit broadcast loads and a blend; >> [0, 4] per 64 bits */
+    const __m512i z = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(ld128(b0 + 6)), 0xff00, ld128(b1 + 6));
+    const __m512i nib = _mm512_and_si512(_mm512_srlv_epi64(z, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)), _mm512_set1_epi8(0x0F));
+    const __mmask64 hi = _mm512_kunpackd(_cvtu32_mask32(quant_rd32(b1 + 2)), _cvtu32_mask32(quant_rd32(b0 + 2)));
+    return _mm512_mask_add_epi8(nib, hi, nib, _mm512_set1_epi8(16));
+}
+/* [dw(b0) x 8 | dw(b1) x 8] * da: the two f16 scales through one xmm (one 32-bit move, one
+ * conversion, the product on 4 lanes) and one vpermps */
+KINLINE __m512 dwda2z(const uint8_t *b0, const uint8_t *b1, float da) {
+    const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)quant_rd16(b0) | (uint32_t)quant_rd16(b1) << 16)));
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                                 _mm512_castps128_ps512(_mm_mul_ps(f, _mm_set1_ps(da))));
+}
+/* corr: [nb][8] i32, the blocks' lane corrections (q5_0_corr) */
+KINLINE void dot2z1_q5_0(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x, int64_t n,
+                         float *restrict out, const float *restrict da, const int32_t *restrict corr, const char *pf) {
+    __m512 acc = _mm512_setzero_ps();
+    const int64_t nb = n / 32;
+    for (int64_t i = 0; i < nb; i++, w += 22) {
+        _mm_prefetch(pf + 2 * (size_t)i * 22, _MM_HINT_T0);
+        _mm_prefetch(pf + 2 * (size_t)i * 22 + 63, _MM_HINT_T0);
+        const __m512i c = _mm512_broadcast_i64x4(ld256(corr + 8 * i));
+        const __m512i p = _mm512_dpbusd_epi32(c, dec2zu_q5_0(w, w + wrb), b32z_act(x + i * 34));
+        acc = _mm512_fmadd_ps(dwda2z(w, w + wrb, da[i]), _mm512_cvtepi32_ps(p), acc);
+    }
+    hsum2z(acc, out);
+}
+/* two row pairs (rows w .. w + 3 wrb) per pass: two FMA chains in flight */
+KINLINE void dot4z1_q5_0(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x, int64_t n,
+                         float *restrict out, const float *restrict da, const int32_t *restrict corr, const char *pf) {
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    const int64_t nb = n / 32;
+    for (int64_t i = 0; i < nb; i++, w += 22) {
+        _mm_prefetch(pf + 4 * (size_t)i * 22, _MM_HINT_T0);
+        _mm_prefetch(pf + 4 * (size_t)i * 22 + 63, _MM_HINT_T0);
+        _mm_prefetch(pf + 4 * (size_t)i * 22 + 87, _MM_HINT_T0);
+        const __m512i c = _mm512_broadcast_i64x4(ld256(corr + 8 * i)), a = b32z_act(x + i * 34);
+        const __m512i p0 = _mm512_dpbusd_epi32(c, dec2zu_q5_0(w, w + wrb), a);
+        const __m512i p1 = _mm512_dpbusd_epi32(c, dec2zu_q5_0(w + 2 * wrb, w + 3 * wrb), a);
+        acc0 = _mm512_fmadd_ps(dwda2z(w, w + wrb, da[i]), _mm512_cvtepi32_ps(p0), acc0);
+        acc1 = _mm512_fmadd_ps(dwda2z(w + 2 * wrb, w + 3 * wrb, da[i]), _mm512_cvtepi32_ps(p1), acc1);
+    }
+    hsum2z(acc0, out);
+    hsum2z(acc1, out + 2);
+}
+/* corr[8 i + j] = -16 * (activations 4j .. 4j + 3 of block i summed), nb blocks of x */
+KINLINE void q5_0_corr(const uint8_t *restrict x, int64_t nb, int32_t *restrict corr) {
+    const __m256i c16 = _mm256_set1_epi8(16);
+    for (int64_t i = 0; i < nb; i++)
+        _mm256_storeu_si256((__m256i *)(void *)(corr + 8 * i),
+                            _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(), c16, ld256(x + i * 34 + 2))));
+}
+#define B32Z_ROWS4_q5_0                                                                               \
+    if (nt == 1) {                                                                                    \
+        int32_t *corr = (int32_t *)(void *)(da + KDA_MAX); /* past the one token's scales */           \
+        q5_0_corr(xt, sn, corr);                                                                      \
+        for (; r + 4 <= row1; r += 4) {                                                               \
+            const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * 22;                        \
+            dot4z1_q5_0(wr, w_row_bytes, xt, sn * 32, o, da, corr, (const char *)wr + B32Z_PF_LEAD(w_row_bytes)); \
+            float *yy = y + (size_t)t * ldy + (size_t)r;                                              \
+            for (int j = 0; j < 4; j++) yy[j] = s0 ? yy[j] + o[j] : o[j];                             \
+        }                                                                                             \
+        for (; r < row1; r += 2) {                                                                    \
+            const int two = r + 1 < row1;                                                             \
+            const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * 22;                        \
+            dot2z1_q5_0(wr, two ? w_row_bytes : 0, xt, sn * 32, o, da, corr, (const char *)wr + 2 * w_row_bytes); \
+            for (int j = 0; j < 1 + two; j++) {                                                       \
+                float *yy = &y[(size_t)t * ldy + (size_t)(r + j)];                                    \
+                *yy = s0 ? *yy + o[j] : o[j];                                                         \
+            }                                                                                         \
+        }                                                                                             \
+    }
 /* Driver: row pairs (an odd last row is paired with itself) x token groups of <= KZT, the pair
  * in L1 across the groups; segments of <= KDA_MAX blocks as DEF_MM_B32 */
 #define DEF_MM_B32Z(tname, wbytes)                                                              \
@@ -1725,7 +1807,7 @@ KINLINE void dot4z_q8_0(const uint8_t *restrict w, size_t wrb, const uint8_t *re
                                const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0, \
                                int64_t row1, int n_tok) {                                                 \
         const uint8_t *x = xq;                                                                           \
-        float o[2 * KZT], da[KZT * KDA_MAX];                                                         \
+        float o[2 * KZT], da[KZT * KDA_MAX + KDA_MAX]; /* Q5_0 decode: corrections past da */    \
         const int64_t nb = n_in / 32;                                                                    \
         for (int64_t s0 = 0; s0 < nb; s0 += KDA_MAX) {                                                   \
             const int64_t sn = nb - s0 < KDA_MAX ? nb - s0 : KDA_MAX;                                    \
