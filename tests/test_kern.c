@@ -8,8 +8,8 @@
  *   type (matmul_grp, and whatever the table's pick chooses: llama.cpp's other float orders);
  *   a table whose F16 kernels accumulate in fp16 lanes (f16_lanes) is checked bit for bit
  *   against quant_dot_f16_fp16 instead
- * - every matmul / matmul_grp: a column's bits do not depend on the other columns of the call
- *   (70 tokens at once = 4 at a time)
+ * - every matmul / matmul_grp: an output's bits do not depend on the other columns (70 tokens
+ *   at once = 4 at a time) or rows (1 and 3 tokens over 34 rows = one row at a time) of the call
  * - geglu: bit-exact with kern_geglu_ref over a table of scattered finite f16 values (random
  *   gates over the table's range and past +-10, the +-10 edges, f16 rounding ties, signed
  *   zeros, tails): every lookup index and the edges must agree
@@ -267,6 +267,17 @@ static void column_splits(const g4_kern *k) {
             for (int i = 0; i < NO * NT; i++) bad += memcmp(&y0[i], &y1[i], sizeof *y0) != 0;
             T_CHECKF(bad == 0, "%s %s %s: %d of %d outputs change with the columns in the call", k->name, tr->name,
                      g ? "matmul_grp" : "matmul", bad, NO * NT);
+            /* nor on the other rows: 1 and 3 tokens over rows [3, 37) at once = one row at a time
+             * (the decode kernels' passes of 2 and 4 rows, their odd rows and tails) */
+            for (int nt = 1; nt <= 3; nt += 2) {
+                fn(y0, NO, w, wrb, xq, xrb, n_in, 3, NO - 3, nt);
+                for (int r = 3; r < NO - 3; r++) fn(y1, NO, w, wrb, xq, xrb, n_in, r, r + 1, nt);
+                int badr = 0;
+                for (int t = 0; t < nt; t++)
+                    for (int r = 3; r < NO - 3; r++) badr += memcmp(&y0[t * NO + r], &y1[t * NO + r], sizeof *y0) != 0;
+                T_CHECKF(badr == 0, "%s %s %s n_tok %d: %d outputs change with the rows in the call", k->name, tr->name,
+                         g ? "matmul_grp" : "matmul", nt, badr);
+            }
         }
         free(w); free(xq); free(x); free(y0); free(y1);
     }

@@ -64,16 +64,6 @@ KINLINE void rq_tr16(const __m512i *r, __m512i *t) {
     }
 }
 
-/* kq_scales_v on four rows at once, one per 128-bit lane (its shuffles and masks act per lane) */
-KINLINE __m512i kq_scales_z4(__m512i v) {
-    const __m512i a = _mm512_shuffle_epi8(v, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11)));
-    const __m512i b = _mm512_shuffle_epi8(v, _mm512_broadcast_i32x4(_mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7)));
-    const __m512i lo = _mm512_and_si512(a, _mm512_broadcast_i32x4(_mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)));
-    const __m512i m47 = _mm512_and_si512(_mm512_srli_epi16(a, 4), _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
-    const __m512i hi = _mm512_srli_epi16(_mm512_and_si512(b, _mm512_set1_epi8((char)0xc0)), 2);
-    return _mm512_or_si512(_mm512_or_si512(lo, m47), hi);
-}
-
 /* super-block of the 16 rows wr[r] at byte off -> *o */
 static void rq4k_pack(const uint8_t *const *wr, size_t off, rq4k_sb *restrict o) {
     uint16_t dh[2][16]; /* the rows' f16 d, dmin */

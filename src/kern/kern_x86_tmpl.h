@@ -411,6 +411,11 @@ static const uint8_t K4Z_SCP[2][64] = {
 #undef Z2
 };
 KINLINE __m512i ld512(const void *p) { return _mm512_loadu_si512(p); }
+/* four 16-byte loads, one per 128-bit lane */
+KINLINE __m512i ld4x128(const uint8_t *p0, const uint8_t *p1, const uint8_t *p2, const uint8_t *p3) {
+    return _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(ld128(p0)), ld128(p1), 1),
+                                                 ld128(p2), 2), ld128(p3), 3);
+}
 /* the 8 sub-block scales (bytes 0..7 of sm, kq_scales_v) as the zmm kernels' i16 words */
 KINLINE void kq_sc_z(__m128i sm, __m512i sc[4]) {
     const __m512i sb = _mm512_broadcast_i32x4(sm);
@@ -460,29 +465,35 @@ static const uint16_t Q5Z_SH[2][32] = { /* vpsllvw counts: qh bit b of half h to
     { H16(4), H16(2) }, { H16(3), H16(1) },
 #undef H16
 };
-KINLINE void q5k_sumi_z(const uint8_t *restrict w, __m128i sm, const uint8_t *restrict a0, size_t xrb,
-                        const int T, __m256i *sumi) {
+/* a Q5_K super-block's 256 five-bit codes at w as 4 zmm, the partners of kq_act_z's az[k] */
+KINLINE void q5k_codes_z(const uint8_t *restrict w, __m512i z[4]) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
     const __m512i shl = ld512(Q5Z_SH[0]), shh = ld512(Q5Z_SH[1]);
-    __m512i sc[4];
-    kq_sc_z(sm, sc);
     const __m512i qh = _mm512_broadcast_i64x4(ld256(w + 16));
     const __m512i qh2 = _mm512_srli_epi16(qh, 4); /* chunks 2, 3: bits 4..7 as 0..3 */
     const __m512i q0 = ld512(w + 48), q1 = ld512(w + 112);
-    const __m512i z[4] = {
-        _mm512_or_si512(_mm512_and_si512(q0, m4), _mm512_and_si512(_mm512_sllv_epi16(qh, shl), m10)),
-        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q0, 4), m4), _mm512_and_si512(_mm512_sllv_epi16(qh, shh), m10)),
-        _mm512_or_si512(_mm512_and_si512(q1, m4), _mm512_and_si512(_mm512_sllv_epi16(qh2, shl), m10)),
-        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q1, 4), m4), _mm512_and_si512(_mm512_sllv_epi16(qh2, shh), m10)),
-    };
+    z[0] = _mm512_or_si512(_mm512_and_si512(q0, m4), _mm512_and_si512(_mm512_sllv_epi16(qh, shl), m10));
+    z[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q0, 4), m4), _mm512_and_si512(_mm512_sllv_epi16(qh, shh), m10));
+    z[2] = _mm512_or_si512(_mm512_and_si512(q1, m4), _mm512_and_si512(_mm512_sllv_epi16(qh2, shl), m10));
+    z[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q1, 4), m4), _mm512_and_si512(_mm512_sllv_epi16(qh2, shh), m10));
+}
+/* the 8 i32 lanes of codes z times arranged activations az with scale words sc */
+KINLINE __m256i q5k_lanes_z(const __m512i z[4], const __m512i az[4], const __m512i sc[4]) {
+    __m512i v = _mm512_madd_epi16(_mm512_maddubs_epi16(z[0], az[0]), sc[0]);
+    KUNROLL
+    for (int k = 1; k < 4; k++) v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(z[k], az[k]), sc[k]);
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+KINLINE void q5k_sumi_z(const uint8_t *restrict w, __m128i sm, const uint8_t *restrict a0, size_t xrb,
+                        const int T, __m256i *sumi) {
+    __m512i sc[4], z[4];
+    kq_sc_z(sm, sc);
+    q5k_codes_z(w, z);
     KUNROLL
     for (int t = 0; t < T; t++) {
         __m512i az[4];
         kq_act_z(a0 + t * xrb, az);
-        __m512i v = _mm512_madd_epi16(_mm512_maddubs_epi16(z[0], az[0]), sc[0]);
-        KUNROLL
-        for (int k = 1; k < 4; k++) v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(z[k], az[k]), sc[k]);
-        sumi[t] = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+        sumi[t] = q5k_lanes_z(z, az, sc);
     }
 }
 #endif
@@ -536,9 +547,14 @@ KINLINE void dot_q5_K_ggml(const uint8_t *restrict w, const uint8_t *restrict x,
         for (int t = 0; t < T; t++) {
             const uint8_t *a = x + t * xrb + i * 292;
             const float da = rdf(a);
-            const int imin = hsum_i32(_mm256_madd_epi16(ld256(a + 260), mins));
+            /* imin summed and converted in the vector unit (lane 0: (float)imin, as a scalar
+             * conversion gives), no round trip through a general register */
+            const __m256i mv = _mm256_madd_epi16(ld256(a + 260), mins);
+            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(mv), _mm256_extracti128_si256(mv, 1));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-            summs[t] = _mm_fmadd_ss(_mm_set_ss(-(da * dmw)), _mm_set_ss((float)imin), summs[t]);
+            summs[t] = _mm_fmadd_ss(_mm_set1_ps(-(da * dmw)), _mm_cvtepi32_ps(s4), summs[t]);
         }
     }
     KUNROLL
@@ -549,6 +565,60 @@ KINLINE void dot_q5_K(const uint8_t *restrict w, const uint8_t *restrict x, size
 #if defined(KX_F512)
 KINLINE void dot_q5_K_z(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
                         const int T, float *restrict out) { dot_q5_K_ggml(w, x, xrb, n, T, out, 1); }
+/* kq_scales_v on four rows at once, one per 128-bit lane (its shuffles and masks act per lane) */
+KINLINE __m512i kq_scales_z4(__m512i v) {
+    const __m512i a = _mm512_shuffle_epi8(v, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11)));
+    const __m512i b = _mm512_shuffle_epi8(v, _mm512_broadcast_i32x4(_mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7)));
+    const __m512i lo = _mm512_and_si512(a, _mm512_broadcast_i32x4(_mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)));
+    const __m512i m47 = _mm512_and_si512(_mm512_srli_epi16(a, 4), _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+    const __m512i hi = _mm512_srli_epi16(_mm512_and_si512(b, _mm512_set1_epi8((char)0xc0)), 2);
+    return _mm512_or_si512(_mm512_or_si512(lo, m47), hi);
+}
+/* decode (one token), four rows (w .. w + 3 wrb) per pass: dot_q5_K_ggml's float steps per row
+ * (acc lanes = fma(da * dw, sumi, acc), the min chain summs = fma(-(da * dmin), imin, summs)),
+ * with the token's activations arranged once per super-block for the four, the rows' scale
+ * bytes decoded together (kq_scales_z4), the four imin sums by one vphaddd tree and the four
+ * min chains as the lanes of one vector (each lane the scalar fma of its row) */
+KINLINE void dot4_q5_K_z1(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x, int64_t n, float *restrict out) {
+    const __m128i dup = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+    const __m256i dsel = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+    __m256 acc[4];
+    KUNROLL
+    for (int r = 0; r < 4; r++) acc[r] = _mm256_setzero_ps();
+    __m128 summs = _mm_setzero_ps();
+    const int64_t nb = n / 256;
+    for (int64_t i = 0; i < nb; i++, w += 176) {
+        const uint8_t *a = x + i * 292;
+        __m512i az[4];
+        kq_act_z(a + 4, az);
+        const __m256i bs = ld256(a + 260);
+        /* [d0 d1 d2 d3 | dmin0 .. dmin3] * da */
+        const __m128i dh = _mm_setr_epi32((int)quant_rd32(w), (int)quant_rd32(w + wrb), (int)quant_rd32(w + 2 * wrb),
+                                          (int)quant_rd32(w + 3 * wrb));
+        const __m256 dd = _mm256_mul_ps(_mm256_permutevar8x32_ps(_mm256_cvtph_ps(dh), dsel), _mm256_set1_ps(rdf(a)));
+        const __m512i S = kq_scales_z4(ld4x128(w + 4, w + wrb + 4, w + 2 * wrb + 4, w + 3 * wrb + 4));
+        __m256i mv[4];
+        KUNROLL
+        for (int r = 0; r < 4; r++) {
+            const __m128i sm = _mm512_extracti32x4_epi32(S, r);
+            __m512i sc[4], z[4];
+            kq_sc_z(sm, sc);
+            q5k_codes_z(w + (size_t)r * wrb, z);
+            const __m256i sumi = q5k_lanes_z(z, az, sc);
+            mv[r] = _mm256_madd_epi16(bs, _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, dup)));
+            acc[r] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(dd, _mm256_set1_epi32(r)), _mm256_cvtepi32_ps(sumi), acc[r]);
+        }
+        /* per 128-bit half: [row 0, row 1, row 2, row 3] partial sums; the halves added */
+        const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(mv[0], mv[1]), _mm256_hadd_epi32(mv[2], mv[3]));
+        const __m128i imin = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+        const __m128 ndm = _mm_xor_ps(_mm256_extractf128_ps(dd, 1), _mm_set1_ps(-0.0f));
+        summs = _mm_fmadd_ps(ndm, _mm_cvtepi32_ps(imin), summs);
+    }
+    float sm4[4];
+    _mm_storeu_ps(sm4, summs);
+    KUNROLL
+    for (int r = 0; r < 4; r++) out[r] = hsum_ps(acc[r]) + sm4[r];
+}
 #endif
 
 /* byte selectors: low 128 lane -> i16 element 2k, high lane -> element 2k+1 (k = 0..3) */
@@ -997,10 +1067,6 @@ KINLINE void tile_b32(const uint8_t *const *wr, const uint8_t *restrict x, size_
  * lane sums folded and put in row order by one vpermd. The same exact integers and the same
  * float step per block (acc = fma((float)isum, dw * da, acc)), so the same bits. IQ4_NL keeps
  * the ymm tile (its sign trick has no zmm vpsignb). */
-KINLINE __m512i ld4x128(const uint8_t *p0, const uint8_t *p1, const uint8_t *p2, const uint8_t *p3) {
-    return _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(ld128(p0)), ld128(p1), 1),
-                                                 ld128(p2), 2), ld128(p3), 3);
-}
 KINLINE void tile_q4_0_z(const uint8_t *const *wr, const uint8_t *restrict x, size_t xrb, int64_t n,
                          const int T, __m256 *out, const uint8_t *pf, size_t pf_total) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), c8 = _mm512_set1_epi8(8);
@@ -1723,7 +1789,7 @@ KINLINE void dot4z_q8_0(const uint8_t *restrict w, size_t wrb, const uint8_t *re
         for (int j = 0; j < 4; j++) yy[j] = s0 ? yy[j] + o[j] : o[j];                                 \
     }
 /* Q5_0 decode (one token): the unsigned codes u = nibble + 16 * fifth bit (0 .. 31), the fifth
- * bits as mask registers (kunpackd of the two rows' qh), and vpdpbusd from each lane's
+ * bits as a mask register (the two rows' qh), and vpdpbusd from each lane's
  * correction -16 * (its 4 activations' sum), made once per block for all row pairs: the same
  * exact i32 lanes as dot2z_q5_0's sign trick (sum (u - 16) a), without |codes|, their sign
  * mask and a negation of the activations per row pair; the same float steps */
@@ -1731,7 +1797,7 @@ KINLINE __m512i dec2zu_q5_0(const uint8_t *b0, const uint8_t *b1) {
     /* [qs0 | qs0 | qs1 | qs1] by two 128-bit broadcast loads and a blend; >> [0, 4] per 64 bits */
     const __m512i z = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(ld128(b0 + 6)), 0xff00, ld128(b1 + 6));
     const __m512i nib = _mm512_and_si512(_mm512_srlv_epi64(z, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)), _mm512_set1_epi8(0x0F));
-    const __mmask64 hi = _mm512_kunpackd(_cvtu32_mask32(quant_rd32(b1 + 2)), _cvtu32_mask32(quant_rd32(b0 + 2)));
+    const __mmask64 hi = (__mmask64)((uint64_t)quant_rd32(b0 + 2) | (uint64_t)quant_rd32(b1 + 2) << 32);
     return _mm512_mask_add_epi8(nib, hi, nib, _mm512_set1_epi8(16));
 }
 /* [dw(b0) x 8 | dw(b1) x 8] * da: the two f16 scales through one xmm (one 32-bit move, one
@@ -2012,7 +2078,19 @@ DEF_MM_B32Z(q5_0, 22)
 #endif
 DEF_MM(q5_K)
 #if defined(KX_F512)
-DEF_MM(q5_K_z)
+#define dot_q5_K_zm dot_q5_K_z
+DEF_MM(q5_K_zm)
+/* the zmm table's Q5_K: decode by dot4_q5_K_z1 (four rows per pass), else mm_q5_K_zm */
+static void mm_q5_K_z(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes,
+                      const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
+    if (n_tok != 1) {
+        mm_q5_K_zm(y, ldy, w, w_row_bytes, xq, xq_row_bytes, n_in, row0, row1, n_tok);
+        return;
+    }
+    int64_t r = row0;
+    for (; r + 4 <= row1; r += 4) dot4_q5_K_z1(w + (size_t)r * w_row_bytes, w_row_bytes, xq, n_in, y + r);
+    if (r < row1) mm_q5_K_zm(y, ldy, w, w_row_bytes, xq, xq_row_bytes, n_in, r, row1, 1);
+}
 #endif
 DEF_MM(q6_K_multi)
 #if defined(KX_F512)
