@@ -600,7 +600,9 @@ KINLINE void dot4_q5_K_z1(const uint8_t *restrict w, size_t wrb, const uint8_t *
         __m256i mv[4];
         KUNROLL
         for (int r = 0; r < 4; r++) {
-            const __m128i sm = _mm512_extracti32x4_epi32(S, r);
+            /* row r's lane of S (vpermd: no immediate, so builds that keep the loop compile) */
+            const __m128i sm = _mm512_castsi512_si128(_mm512_permutexvar_epi32(
+                _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3), _mm512_set1_epi32(4 * r)), S));
             __m512i sc[4], z[4];
             kq_sc_z(sm, sc);
             q5k_codes_z(w + (size_t)r * wrb, z);
@@ -1758,7 +1760,8 @@ DEF_DOT2Z_B32(q8_0, 34, dec2z_q8_0)
 DEF_DOT2Z_B32(q5_0, 22, dec2z_q5_0)
 /* decode (one token), Q8_0: two row pairs (rows w .. w + 3 wrb) per pass, two chains in
  * flight; out[j]: row j. Zen 5, g4-bench-kern -E, Q8_0 experts from DRAM 28 -> 32.5 GB/s,
- * in-cache shapes 60 -> 65 (Q5_0, whose decode is longer, measured slower so: 23 -> 18.5) */
+ * in-cache shapes 60 -> 65 (Q5_0 with dot2z_q5_0's decode measured slower so, 23 -> 18.5; its
+ * four-row pass, dot4z1_q5_0 below, drops the per-pair sign work first) */
 KINLINE void dot4z_q8_0(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x, int64_t n,
                         float *restrict out, const float *restrict da, const char *pf) {
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
