@@ -183,6 +183,7 @@ KINLINE void rq4k_run(const rq4k_sb *restrict p, int ns, const uint8_t *restrict
 static void rq4k_prefetch(const uint8_t *w, size_t w_row_bytes, int64_t rt, int64_t row1, int64_t nb, int64_t c) {
     const int64_t nc = (nb + RQ_SBC - 1) / RQ_SBC;
     if (c >= nc) rt += 16, c -= nc;
+    if (c >= nc) return; /* rows of fewer than RQ_PF chunks: past the next tile's too */
     const int64_t i0 = c * RQ_SBC, ns = nb - i0 < RQ_SBC ? nb - i0 : RQ_SBC;
     for (int64_t r = rt; r < rt + 16 && r < row1; r++) {
         const char *q = (const char *)w + (size_t)r * w_row_bytes + (size_t)i0 * 144;
