@@ -105,12 +105,11 @@ static void rq4k_pack(const uint8_t *const *wr, size_t off, rq4k_sb *restrict o)
     }
 }
 
-KINLINE int32_t rq_rd32(const uint8_t *p) { int32_t v; memcpy(&v, p, 4); return v; }
 /* acc += vpdpbusd(w, the dword at p broadcast), the broadcast as the instruction's memory
  * operand (GCC 12 does not fold _mm512_set1_epi32 of a load into it) */
 KINLINE __m512i rq_dp(__m512i acc, __m512i w, const uint8_t *p) {
 #if defined(G4_SIMDE_AVX512)
-    return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(rq_rd32(p)));
+    return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32((int)quant_rd32(p)));
 #else
     __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const int32_t *)(const void *)p));
     return acc;

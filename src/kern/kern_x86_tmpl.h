@@ -1758,44 +1758,16 @@ KINLINE void hsum2z(__m512 acc, float *out) {
     }
 DEF_DOT2Z_B32(q8_0, 34, dec2z_q8_0)
 DEF_DOT2Z_B32(q5_0, 22, dec2z_q5_0)
-/* decode (one token), Q8_0: two row pairs (rows w .. w + 3 wrb) per pass, two chains in
- * flight; out[j]: row j. Zen 5, g4-bench-kern -E, Q8_0 experts from DRAM 28 -> 32.5 GB/s,
- * in-cache shapes 60 -> 65 (Q5_0 with dot2z_q5_0's decode measured slower so, 23 -> 18.5; its
- * four-row pass, dot4z1_q5_0 below, drops the per-pair sign work first) */
-KINLINE void dot4z_q8_0(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x, int64_t n,
-                        float *restrict out, const float *restrict da, const char *pf) {
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    const int64_t nb = n / 32;
-    for (int64_t i = 0; i < nb; i++, w += 34) {
-        _mm_prefetch(pf + 4 * (size_t)i * 34, _MM_HINT_T0);
-        _mm_prefetch(pf + 4 * (size_t)i * 34 + 63, _MM_HINT_T0);
-        _mm_prefetch(pf + 4 * (size_t)i * 34 + 127, _MM_HINT_T0);
-        const __m512i s0 = dec2z_q8_0(w, w + wrb), s1 = dec2z_q8_0(w + 2 * wrb, w + 3 * wrb);
-        const __m512i a = b32z_act(x + i * 34); /* loaded once for both pairs */
-        acc0 = b32z_fma(_mm512_abs_epi8(s0), _mm512_movepi8_mask(s0), dw2z(w, w + wrb), a, da[i], acc0);
-        acc1 = b32z_fma(_mm512_abs_epi8(s1), _mm512_movepi8_mask(s1), dw2z(w + 2 * wrb, w + 3 * wrb), a, da[i], acc1);
-    }
-    hsum2z(acc0, out);
-    hsum2z(acc1, out + 2);
-}
-/* The four-row decode passes prefetch the rows whole groups of 4 ahead, at least B32Z_PF_MIN
- * bytes: with short rows (the 26B-A4B experts' 704-element down rows) the next group alone is
- * too near to cover DRAM latency (Zen 5, Q5_0 704 x 2816 from DRAM: 25 GB/s with the next group) */
-#define B32Z_PF_MIN 8192
-#define B32Z_PF_LEAD(wrb) (4 * (wrb) * ((B32Z_PF_MIN + 4 * (wrb) - 1) / (4 * (wrb))))
-/* the driver's one-token passes: four rows (Q8_0), row pairs by dot2z1_q5_0 (Q5_0) */
-#define B32Z_ROWS4_q8_0                                                                               \
-    for (; nt == 1 && r + 4 <= row1; r += 4) {                                                        \
-        const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * 34;                            \
-        dot4z_q8_0(wr, w_row_bytes, xt, sn * 32, o, da, (const char *)wr + B32Z_PF_LEAD(w_row_bytes));  \
-        float *yy = y + (size_t)t * ldy + (size_t)r; /* the group's one token */                     \
-        for (int j = 0; j < 4; j++) yy[j] = s0 ? yy[j] + o[j] : o[j];                                 \
-    }
-/* Q5_0 decode (one token): the unsigned codes u = nibble + 16 * fifth bit (0 .. 31), the fifth
- * bits as a mask register (the two rows' qh), and vpdpbusd from each lane's
- * correction -16 * (its 4 activations' sum), made once per block for all row pairs: the same
- * exact i32 lanes as dot2z_q5_0's sign trick (sum (u - 16) a), without |codes|, their sign
- * mask and a negation of the activations per row pair; the same float steps */
+/* ==== One-token decode passes of the zmm Q8_0 / Q5_0 drivers ====
+ * Two row pairs (rows w .. w + 3 wrb) per pass: two FMA chains in flight, the token's
+ * activations loaded once for both pairs; each pair's lanes, d = dw * da and FMA chain as
+ * dot2z_##tname's, so the same bits. Zen 5, g4-bench-kern -E: Q8_0 experts from DRAM 28 ->
+ * 32.5 GB/s, in-cache shapes 60 -> 65. Q5_0 takes unsigned codes u = nibble + 16 * fifth bit
+ * (0 .. 31; the fifth bits as a mask register from the two rows' qh) by vpdpbusd from each
+ * lane's correction -16 * (its 4 activations' sum), made once per block for all rows
+ * (q5_0_corr): the same exact i32 lanes as the sign trick (sum (u - 16) a), without |codes|,
+ * their sign mask and a negation of the activations per row pair (with the sign trick a
+ * four-row Q5_0 pass measured slower, 23 -> 18.5 GB/s). */
 KINLINE __m512i dec2zu_q5_0(const uint8_t *b0, const uint8_t *b1) {
     /* [qs0 | qs0 | qs1 | qs1] by two 128-bit broadcast loads and a blend; >> [0, 4] per 64 bits */
     const __m512i z = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(ld128(b0 + 6)), 0xff00, ld128(b1 + 6));
@@ -1803,14 +1775,48 @@ KINLINE __m512i dec2zu_q5_0(const uint8_t *b0, const uint8_t *b1) {
     const __mmask64 hi = (__mmask64)((uint64_t)quant_rd32(b0 + 2) | (uint64_t)quant_rd32(b1 + 2) << 32);
     return _mm512_mask_add_epi8(nib, hi, nib, _mm512_set1_epi8(16));
 }
-/* [dw(b0) x 8 | dw(b1) x 8] * da: the two f16 scales through one xmm (one 32-bit move, one
- * conversion, the product on 4 lanes) and one vpermps */
+/* the i32 lanes of block i of the row pair b0, b1 with the token's activations a (b32z_act):
+ * Q8_0 by the sign trick, Q5_0 from the block's lane corrections corr[8 i ..] */
+KINLINE __m512i pair1_q8_0(const uint8_t *b0, const uint8_t *b1, __m512i a, const int32_t *corr, int64_t i) {
+    (void)corr, (void)i;
+    const __m512i s = dec2z_q8_0(b0, b1);
+    a = _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(s), _mm512_setzero_si512(), a);
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(s), a);
+}
+KINLINE __m512i pair1_q5_0(const uint8_t *b0, const uint8_t *b1, __m512i a, const int32_t *corr, int64_t i) {
+    return _mm512_dpbusd_epi32(_mm512_broadcast_i64x4(ld256(corr + 8 * i)), dec2zu_q5_0(b0, b1), a);
+}
+/* [dw(b0) x 8 | dw(b1) x 8] * da (dw2z's lanes times da): the two f16 scales through one xmm
+ * (one 32-bit move, one conversion, the product on 4 lanes) and one vpermps */
 KINLINE __m512 dwda2z(const uint8_t *b0, const uint8_t *b1, float da) {
     const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)quant_rd16(b0) | (uint32_t)quant_rd16(b1) << 16)));
     return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
                                  _mm512_castps128_ps512(_mm_mul_ps(f, _mm_set1_ps(da))));
 }
-/* corr: [nb][8] i32, the blocks' lane corrections (q5_0_corr) */
+/* rows w .. w + 3 wrb (pairs w, w + wrb and w + 2 wrb, w + 3 wrb), one token; out[j]: row j;
+ * pf: the first byte to prefetch, 4 * wbytes per block */
+#define DEF_DOT4Z1_B32(tname, wbytes)                                                                 \
+    KINLINE void dot4z1_##tname(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x, int64_t n, \
+                                float *restrict out, const float *restrict da, const int32_t *restrict corr, \
+                                const char *pf) {                                                     \
+        __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();                                \
+        const int64_t nb = n / 32;                                                                    \
+        for (int64_t i = 0; i < nb; i++, w += wbytes) {                                               \
+            _mm_prefetch(pf + 4 * (size_t)i * wbytes, _MM_HINT_T0);                                   \
+            _mm_prefetch(pf + 4 * (size_t)i * wbytes + 63, _MM_HINT_T0);                              \
+            _mm_prefetch(pf + 4 * (size_t)i * wbytes + 4 * wbytes - 1, _MM_HINT_T0);                  \
+            const __m512i a = b32z_act(x + i * 34);                                                   \
+            const __m512i p0 = pair1_##tname(w, w + wrb, a, corr, i);                                 \
+            const __m512i p1 = pair1_##tname(w + 2 * wrb, w + 3 * wrb, a, corr, i);                  \
+            acc0 = _mm512_fmadd_ps(dwda2z(w, w + wrb, da[i]), _mm512_cvtepi32_ps(p0), acc0);          \
+            acc1 = _mm512_fmadd_ps(dwda2z(w + 2 * wrb, w + 3 * wrb, da[i]), _mm512_cvtepi32_ps(p1), acc1); \
+        }                                                                                             \
+        hsum2z(acc0, out);                                                                            \
+        hsum2z(acc1, out + 2);                                                                        \
+    }
+DEF_DOT4Z1_B32(q8_0, 34)
+DEF_DOT4Z1_B32(q5_0, 22)
+/* Q5_0's last row pair of a one-token pass (Q8_0 takes dot2z_q8_0's) */
 KINLINE void dot2z1_q5_0(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x, int64_t n,
                          float *restrict out, const float *restrict da, const int32_t *restrict corr, const char *pf) {
     __m512 acc = _mm512_setzero_ps();
@@ -1818,29 +1824,10 @@ KINLINE void dot2z1_q5_0(const uint8_t *restrict w, size_t wrb, const uint8_t *r
     for (int64_t i = 0; i < nb; i++, w += 22) {
         _mm_prefetch(pf + 2 * (size_t)i * 22, _MM_HINT_T0);
         _mm_prefetch(pf + 2 * (size_t)i * 22 + 63, _MM_HINT_T0);
-        const __m512i c = _mm512_broadcast_i64x4(ld256(corr + 8 * i));
-        const __m512i p = _mm512_dpbusd_epi32(c, dec2zu_q5_0(w, w + wrb), b32z_act(x + i * 34));
+        const __m512i p = pair1_q5_0(w, w + wrb, b32z_act(x + i * 34), corr, i);
         acc = _mm512_fmadd_ps(dwda2z(w, w + wrb, da[i]), _mm512_cvtepi32_ps(p), acc);
     }
     hsum2z(acc, out);
-}
-/* two row pairs (rows w .. w + 3 wrb) per pass: two FMA chains in flight */
-KINLINE void dot4z1_q5_0(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x, int64_t n,
-                         float *restrict out, const float *restrict da, const int32_t *restrict corr, const char *pf) {
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    const int64_t nb = n / 32;
-    for (int64_t i = 0; i < nb; i++, w += 22) {
-        _mm_prefetch(pf + 4 * (size_t)i * 22, _MM_HINT_T0);
-        _mm_prefetch(pf + 4 * (size_t)i * 22 + 63, _MM_HINT_T0);
-        _mm_prefetch(pf + 4 * (size_t)i * 22 + 87, _MM_HINT_T0);
-        const __m512i c = _mm512_broadcast_i64x4(ld256(corr + 8 * i)), a = b32z_act(x + i * 34);
-        const __m512i p0 = _mm512_dpbusd_epi32(c, dec2zu_q5_0(w, w + wrb), a);
-        const __m512i p1 = _mm512_dpbusd_epi32(c, dec2zu_q5_0(w + 2 * wrb, w + 3 * wrb), a);
-        acc0 = _mm512_fmadd_ps(dwda2z(w, w + wrb, da[i]), _mm512_cvtepi32_ps(p0), acc0);
-        acc1 = _mm512_fmadd_ps(dwda2z(w + 2 * wrb, w + 3 * wrb, da[i]), _mm512_cvtepi32_ps(p1), acc1);
-    }
-    hsum2z(acc0, out);
-    hsum2z(acc1, out + 2);
 }
 /* corr[8 i + j] = -16 * (activations 4j .. 4j + 3 of block i summed), nb blocks of x */
 KINLINE void q5_0_corr(const uint8_t *restrict x, int64_t nb, int32_t *restrict corr) {
@@ -1849,25 +1836,36 @@ KINLINE void q5_0_corr(const uint8_t *restrict x, int64_t nb, int32_t *restrict 
         _mm256_storeu_si256((__m256i *)(void *)(corr + 8 * i),
                             _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(), c16, ld256(x + i * 34 + 2))));
 }
-#define B32Z_ROWS4_q5_0                                                                               \
+/* The four-row passes prefetch the rows whole groups of 4 ahead, at least B32Z_PF_MIN bytes:
+ * with short rows (the 26B-A4B experts' 704-element down rows) the next group alone is too near
+ * to cover DRAM latency (Zen 5, Q5_0 704 x 2816 from DRAM: 25 GB/s with the next group) */
+#define B32Z_PF_MIN 8192
+#define B32Z_PF_LEAD(wrb) (4 * (wrb) * ((B32Z_PF_MIN + 4 * (wrb) - 1) / (4 * (wrb))))
+/* the one-token pass's corrections (Q5_0: past the token's scales in da) and its last row pairs
+ * (Q8_0: the driver's dot2z loop) */
+#define B32Z_CORR_q8_0 const int32_t *corr = NULL;
+#define B32Z_CORR_q5_0 int32_t *corr = (int32_t *)(void *)(da + KDA_MAX); q5_0_corr(xt, sn, corr);
+#define B32Z_PAIRS1_q8_0
+#define B32Z_PAIRS1_q5_0                                                                              \
+    for (; r < row1; r += 2) {                                                                        \
+        const int two = r + 1 < row1;                                                                 \
+        const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * 22;                            \
+        dot2z1_q5_0(wr, two ? w_row_bytes : 0, xt, sn * 32, o, da, corr, (const char *)wr + 2 * w_row_bytes); \
+        for (int j = 0; j < 1 + two; j++) {                                                           \
+            float *yy = &y[(size_t)t * ldy + (size_t)(r + j)];                                        \
+            *yy = s0 ? *yy + o[j] : o[j];                                                             \
+        }                                                                                             \
+    }
+#define B32Z_ROWS1(tname, wbytes)                                                                     \
     if (nt == 1) {                                                                                    \
-        int32_t *corr = (int32_t *)(void *)(da + KDA_MAX); /* past the one token's scales */           \
-        q5_0_corr(xt, sn, corr);                                                                      \
+        B32Z_CORR_##tname                                                                             \
         for (; r + 4 <= row1; r += 4) {                                                               \
-            const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * 22;                        \
-            dot4z1_q5_0(wr, w_row_bytes, xt, sn * 32, o, da, corr, (const char *)wr + B32Z_PF_LEAD(w_row_bytes)); \
-            float *yy = y + (size_t)t * ldy + (size_t)r;                                              \
+            const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * wbytes;                    \
+            dot4z1_##tname(wr, w_row_bytes, xt, sn * 32, o, da, corr, (const char *)wr + B32Z_PF_LEAD(w_row_bytes)); \
+            float *yy = y + (size_t)t * ldy + (size_t)r; /* the group's one token */                 \
             for (int j = 0; j < 4; j++) yy[j] = s0 ? yy[j] + o[j] : o[j];                             \
         }                                                                                             \
-        for (; r < row1; r += 2) {                                                                    \
-            const int two = r + 1 < row1;                                                             \
-            const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * 22;                        \
-            dot2z1_q5_0(wr, two ? w_row_bytes : 0, xt, sn * 32, o, da, corr, (const char *)wr + 2 * w_row_bytes); \
-            for (int j = 0; j < 1 + two; j++) {                                                       \
-                float *yy = &y[(size_t)t * ldy + (size_t)(r + j)];                                    \
-                *yy = s0 ? *yy + o[j] : o[j];                                                         \
-            }                                                                                         \
-        }                                                                                             \
+        B32Z_PAIRS1_##tname                                                                           \
     }
 /* Driver: row pairs (an odd last row is paired with itself) x token groups of <= KZT, the pair
  * in L1 across the groups; segments of <= KDA_MAX blocks as DEF_MM_B32 */
@@ -1886,7 +1884,7 @@ KINLINE void q5_0_corr(const uint8_t *restrict x, int64_t nb, int32_t *restrict 
                 for (int k = 0; k < nt; k++)                                                             \
                     for (int64_t b = 0; b < sn; b++) da[k * KDA_MAX + b] = h2f(xt + k * xq_row_bytes + b * 34); \
                 int64_t r = row0;                                                                        \
-                B32Z_ROWS4_##tname                                                                       \
+                B32Z_ROWS1(tname, wbytes)                                                                \
                 for (; r < row1; r += 2) {                                                               \
                     const int two = r + 1 < row1;                                                        \
                     const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * wbytes;               \
