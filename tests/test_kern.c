@@ -419,9 +419,9 @@ static void f16x(const g4_kern *k) {
     }
     T_CHECKF(bad == 0, "%s: round_f16 differs from quantize_act[F16] in %d values", k->name, bad);
     free(a); free(b); free(h);
-    static const int64_t NIN[] = { 37, 224, 512, 768, 4101 }; /* 224, 512: the 8-column form (K.q) */
+    static const int64_t NIN[] = { 37, 224, 512, 768, 4101, 4160 }; /* 224, 512: the 8-column form (K.q) */
     static const int TOKS[] = { 1, 2, 3, 4, 5, 7, 8, 9, 17 };
-    for (int ni = 0; ni < 5; ni++) {
+    for (int ni = 0; ni < (int)(sizeof NIN / sizeof NIN[0]); ni++) {
         const int64_t n_in = NIN[ni], n_out = 13;
         const size_t wrb = (size_t)n_in * 2, xrb16 = (size_t)n_in * 2, xrb32 = ((size_t)n_in + 5) * 4;
         uint8_t *w = malloc(wrb * (size_t)n_out);

@@ -329,38 +329,46 @@ static void bench_batched(const g4_kern *k, int reps, const char *types) {
 
 /* -A: the attention products of one decoded token at depth n (E2B's full layers: 8 query
  * heads, head size 512, F16 cache): K.q over n cells and V.p over 512 channels, in the table's
- * f16-valued-f32 forms (kern.h matmul_f16x), 1 thread; GMAC/s = multiply-adds per second */
+ * f16-valued-f32 forms (kern.h matmul_f16x), 1 thread; GMAC/s = multiply-adds per second.
+ * In cache (one K and V, reused), then from DRAM (every run reads another of >= 256 MiB of
+ * caches, as a decoded token's layers do). V rows are n_ctx cells apart (here 2n). */
 static void bench_attn(const g4_kern *k, int reps) {
     if (!k->matmul_f16x[0]) { printf("attention products: the %s table has no matmul_f16x\n", k->name); return; }
     const int64_t hd = 512, depths[] = { 256, 512, 1024, 2048, 4096, 16384 };
-    printf("attention products, 1 thread, query heads x %lld, F16 cache: median (best) of %d\n", (long long)hd, reps);
-    for (size_t di = 0; di < 2 * sizeof depths / sizeof depths[0]; di++) {
-        const int nh = di % 2 ? 8 : 4;
-        const int64_t n = depths[di / 2];
-        uint8_t *kc = aligned_alloc(64, (size_t)(n * hd * 2)), *vc = aligned_alloc(64, (size_t)(n * hd * 2));
-        float *q = aligned_alloc(64, (size_t)(nh * hd) * sizeof(float)), *p = aligned_alloc(64, (size_t)(nh * n) * sizeof(float));
-        float *y = aligned_alloc(64, (size_t)(nh * (n > hd ? n : hd)) * sizeof(float));
-        random_blocks(G4_TYPE_F16, kc, (size_t)(n * hd * 2));
-        random_blocks(G4_TYPE_F16, vc, (size_t)(n * hd * 2));
-        for (int64_t i = 0; i < nh * hd; i++) q[i] = (float)((int64_t)(next_rand() % 2001) - 1000) * 1e-3f;
-        for (int64_t i = 0; i < nh * n; i++) p[i] = (float)(next_rand() % 1000) * 1e-6f;
-        k->round_f16(q, nh * hd);
-        k->round_f16(p, nh * n);
-        double tk[64], tv[64];
-        for (int r = 0; r <= reps; r++) {
-            double t0 = now_s();
-            k->matmul_f16x[0](y, (size_t)n, kc, (size_t)hd * 2, q, (size_t)hd * sizeof(float), hd, 0, n, nh);
-            __asm__ volatile("" ::: "memory");
-            double t1 = now_s();
-            k->matmul_f16x[0](y, (size_t)hd, vc, (size_t)n * 2, p, (size_t)n * sizeof(float), n, 0, hd, nh);
-            __asm__ volatile("" ::: "memory");
-            if (r) { tk[r - 1] = t1 - t0; tv[r - 1] = now_s() - t1; }
+    for (int dram = 0; dram < 2; dram++) {
+        printf("attention products, 1 thread, query heads x %lld, F16 cache %s: median (best) of %d\n", (long long)hd,
+               dram ? "from DRAM" : "in cache", reps);
+        for (size_t di = 0; di < 2 * sizeof depths / sizeof depths[0]; di++) {
+            const int nh = di % 2 ? 8 : 4;
+            const int64_t n = depths[di / 2], vs = 2 * n; /* V row stride in cells */
+            const size_t kb = (size_t)(n * hd * 2), vb = (size_t)(vs * hd * 2);
+            const int nc = dram ? (int)((256u << 20) / (kb + vb)) + 1 : 1;
+            uint8_t *kc = aligned_alloc(64, kb * (size_t)nc), *vc = aligned_alloc(64, vb * (size_t)nc);
+            float *q = aligned_alloc(64, (size_t)(nh * hd) * sizeof(float)), *p = aligned_alloc(64, (size_t)(nh * n) * sizeof(float));
+            float *y = aligned_alloc(64, (size_t)(nh * (n > hd ? n : hd)) * sizeof(float));
+            random_blocks(G4_TYPE_F16, kc, kb * (size_t)nc);
+            random_blocks(G4_TYPE_F16, vc, vb * (size_t)nc);
+            for (int64_t i = 0; i < nh * hd; i++) q[i] = (float)((int64_t)(next_rand() % 2001) - 1000) * 1e-3f;
+            for (int64_t i = 0; i < nh * n; i++) p[i] = (float)(next_rand() % 1000) * 1e-6f;
+            k->round_f16(q, nh * hd);
+            k->round_f16(p, nh * n);
+            double tk[64], tv[64];
+            for (int r = 0; r <= reps; r++) {
+                const size_t c = (size_t)(r % nc);
+                double t0 = now_s();
+                k->matmul_f16x[0](y, (size_t)n, kc + c * kb, (size_t)hd * 2, q, (size_t)hd * sizeof(float), hd, 0, n, nh);
+                __asm__ volatile("" ::: "memory");
+                double t1 = now_s();
+                k->matmul_f16x[0](y, (size_t)hd, vc + c * vb, (size_t)vs * 2, p, (size_t)n * sizeof(float), n, 0, hd, nh);
+                __asm__ volatile("" ::: "memory");
+                if (r) { tk[r - 1] = t1 - t0; tv[r - 1] = now_s() - t1; }
+            }
+            const double macs = (double)n * (double)hd * nh, mk = median(tk, reps), mv = median(tv, reps);
+            printf("%d heads, depth %6lld  K.q %8.1f us %5.1f GMAC/s (best %5.1f)   V.p %8.1f us %5.1f GMAC/s (best %5.1f)\n",
+                   nh, (long long)n, mk * 1e6, macs / mk * 1e-9, macs / v_min(tk) * 1e-9, mv * 1e6, macs / mv * 1e-9,
+                   macs / v_min(tv) * 1e-9);
+            free(kc); free(vc); free(q); free(p); free(y);
         }
-        const double macs = (double)n * (double)hd * nh, mk = median(tk, reps), mv = median(tv, reps);
-        printf("%d heads, depth %6lld  K.q %8.1f us %5.1f GMAC/s (best %5.1f)   V.p %8.1f us %5.1f GMAC/s (best %5.1f)\n",
-               nh, (long long)n, mk * 1e6, macs / mk * 1e-9, macs / v_min(tk) * 1e-9, mv * 1e6, macs / mv * 1e-9,
-               macs / v_min(tv) * 1e-9);
-        free(kc); free(vc); free(q); free(p); free(y);
     }
 }
 

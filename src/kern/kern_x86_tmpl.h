@@ -2015,6 +2015,55 @@ KINLINE void dotx8_f16(const uint8_t *restrict w, const float *restrict x, size_
     KUNROLL
     for (int t = t0; t < T; t++) out[t] = (float)(double)KX_RED4F(h[t]);
 }
+#if KX_FW == 16
+#define DOTXR_RB 4
+#else
+#define DOTXR_RB 2
+#endif
+/* dotx_f16 for DOTXR_RB weight rows at once under the same T <= 4 columns (long rows: the
+ * attention's V.p over thousands of cells): the same 4 accumulators per dot, each summed in
+ * the same order, built one lane group j at a time, so each column vector loaded serves all
+ * the rows, whose data stay close (L1 at 4,096 cells) over the 4 passes; the columns are read
+ * once per DOTXR_RB rows, not once per row (4 columns of 4,096 cells are 64 KiB: more than L1
+ * holds). out[r * T + t] = row r times column t. (Two rows under 8 columns: slower on Zen 5.) */
+KINLINE void dotxr_f16(const uint8_t *restrict w, size_t wrb, const float *restrict x, size_t xs, int64_t n, const int T,
+                       float *restrict out) {
+    enum { RB = DOTXR_RB };
+    KXV_T s4[RB][4][4];
+    const int64_t np = n & ~(int64_t)(KX_F16X_STEP - 1);
+#pragma GCC unroll 1
+    for (int j = 0; j < 4; j++) {
+        KXV_T a[RB][4];
+        KUNROLL
+        for (int r = 0; r < RB; r++)
+            KUNROLL
+            for (int t = 0; t < T; t++) a[r][t] = KXV(ZERO)();
+        for (int64_t i = KX_FW * j; i < np; i += KX_F16X_STEP) {
+            KXV_T xv[4];
+            KUNROLL
+            for (int t = 0; t < T; t++) xv[t] = KXV(LDF)(x + (size_t)t * xs + i);
+            KUNROLL
+            for (int r = 0; r < RB; r++) {
+                const KXV_T v = KX_LDH(w + (size_t)r * wrb + (size_t)i * 2);
+                KUNROLL
+                for (int t = 0; t < T; t++) a[r][t] = KXV(FMA)(v, xv[t], a[r][t]);
+            }
+        }
+        KUNROLL
+        for (int r = 0; r < RB; r++)
+            KUNROLL
+            for (int t = 0; t < T; t++) s4[r][t][j] = a[r][t];
+    }
+    KUNROLL
+    for (int r = 0; r < RB; r++)
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            const uint8_t *wr = w + (size_t)r * wrb;
+            double sf = (double)KX_RED4F(fold4_f16(s4[r][t]));
+            for (int64_t i = np; i < n; i++) sf = sf + (double)(h2f(wr + i * 2) * x[(size_t)t * xs + i]);
+            out[r * T + t] = (float)sf;
+        }
+}
 KINLINE void dotx_f16_tb(const uint8_t *restrict w, const float *restrict x, size_t xs, int64_t n, const int T,
                          float *restrict out) {
     KXV_T acc[8];
@@ -2044,6 +2093,8 @@ KINLINE void dotx_f16_tb(const uint8_t *restrict w, const float *restrict x, siz
         }                                                                                        \
     }
 #define MMX_CASE(FN, k) case k: FN(wr, xt, xs, n_in, k, o); break;
+#define MMXR_CASE(k) case k: dotxr_f16(wr, w_row_bytes, xt, xs, n_in, k, o); break;
+#define DOTXR_MIN 1024 /* rows longer than this go DOTXR_RB at a time (dotxr_f16: columns past L1) */
 static void mmx_f16(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, const void *restrict xq,
                     size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
     if (n_in % KX_F16X_STEP == 0 && n_in <= DOTX8_MAX && n_tok >= 5) {
@@ -2051,6 +2102,25 @@ static void mmx_f16(float *restrict y, size_t ldy, const uint8_t *restrict w, si
                                     MMX_CASE(dotx_f16, 4) MMX_CASE(dotx_f16, 3) MMX_CASE(dotx_f16, 2)
                                     default: dotx_f16(wr, xt, xs, n_in, 1, o); })
         return;
+    }
+    if (n_in > DOTXR_MIN) { /* long rows: DOTXR_RB at a time, any last ones alone */
+        const float *x = xq;
+        const size_t xs = xq_row_bytes / sizeof(float);
+        float o[DOTXR_RB * 4];
+        int64_t r = row0;
+        for (; r + DOTXR_RB <= row1; r += DOTXR_RB) {
+            const uint8_t *wr = w + (size_t)r * w_row_bytes;
+            for (int t = 0; t < n_tok; t += 4) {
+                const float *xt = x + (size_t)t * xs;
+                const int nt = n_tok - t < 4 ? n_tok - t : 4;
+                switch (nt) {
+                MMXR_CASE(4) MMXR_CASE(3) MMXR_CASE(2) default: dotxr_f16(wr, w_row_bytes, xt, xs, n_in, 1, o);
+                }
+                for (int rr = 0; rr < DOTXR_RB; rr++)
+                    for (int k = 0; k < nt; k++) y[(size_t)(t + k) * ldy + (size_t)(r + rr)] = o[rr * nt + k];
+            }
+        }
+        row0 = r;
     }
     MMX_DRIVER(4, switch (nt) { MMX_CASE(dotx_f16, 4) MMX_CASE(dotx_f16, 3) MMX_CASE(dotx_f16, 2) default: dotx_f16(wr, xt, xs, n_in, 1, o); })
 }
