@@ -2077,21 +2077,26 @@ KINLINE void dotx_f16_tb(const uint8_t *restrict w, const float *restrict x, siz
     KUNROLL
     for (int t = 0; t < T; t++) out[t] = red4_shuf(KXV(FOLD)(acc[t]));
 }
-/* Drivers: each weight row (a cache row, in L1) passes under every column group of <= TM
- * columns; DOTS(nt) dots the group xt of nt columns into o (nt a constant in each case). */
-#define MMX_DRIVER(TM, DOTS)                                                                     \
+/* Drivers: each block of RB weight rows (cache rows, in L1) passes under every column group of
+ * <= TM columns; DOTS(nt) dots the rows wr .. (RB rows) with the group xt of nt columns into o,
+ * row rr's at o[rr * nt ..] (nt a constant in each case). Rows past the last whole block are
+ * left (r: the first of them). */
+#define MMX_DRIVER_RB(RB, TM, DOTS)                                                              \
     const float *x = xq;                                                                         \
     const size_t xs = xq_row_bytes / sizeof(float);                                              \
-    float o[TM];                                                                                 \
-    for (int64_t r = row0; r < row1; r++) {                                                      \
+    float o[(RB) * (TM)];                                                                        \
+    int64_t r = row0;                                                                            \
+    for (; r + (RB) <= row1; r += (RB)) {                                                        \
         const uint8_t *wr = w + (size_t)r * w_row_bytes;                                         \
         for (int t = 0; t < n_tok; t += TM) {                                                    \
             const float *xt = x + (size_t)t * xs;                                                \
             const int nt = n_tok - t < TM ? n_tok - t : TM;                                      \
             DOTS                                                                                 \
-            for (int k = 0; k < nt; k++) y[(size_t)(t + k) * ldy + (size_t)r] = o[k];           \
+            for (int rr = 0; rr < (RB); rr++)                                                    \
+                for (int k = 0; k < nt; k++) y[(size_t)(t + k) * ldy + (size_t)(r + rr)] = o[rr * nt + k]; \
         }                                                                                        \
     }
+#define MMX_DRIVER(TM, DOTS) MMX_DRIVER_RB(1, TM, DOTS)
 #define MMX_CASE(FN, k) case k: FN(wr, xt, xs, n_in, k, o); break;
 #define MMXR_CASE(k) case k: dotxr_f16(wr, w_row_bytes, xt, xs, n_in, k, o); break;
 #define DOTXR_MIN 1024 /* rows longer than this go DOTXR_RB at a time (dotxr_f16: columns past L1) */
@@ -2103,23 +2108,9 @@ static void mmx_f16(float *restrict y, size_t ldy, const uint8_t *restrict w, si
                                     default: dotx_f16(wr, xt, xs, n_in, 1, o); })
         return;
     }
-    if (n_in > DOTXR_MIN) { /* long rows: DOTXR_RB at a time, any last ones alone */
-        const float *x = xq;
-        const size_t xs = xq_row_bytes / sizeof(float);
-        float o[DOTXR_RB * 4];
-        int64_t r = row0;
-        for (; r + DOTXR_RB <= row1; r += DOTXR_RB) {
-            const uint8_t *wr = w + (size_t)r * w_row_bytes;
-            for (int t = 0; t < n_tok; t += 4) {
-                const float *xt = x + (size_t)t * xs;
-                const int nt = n_tok - t < 4 ? n_tok - t : 4;
-                switch (nt) {
-                MMXR_CASE(4) MMXR_CASE(3) MMXR_CASE(2) default: dotxr_f16(wr, w_row_bytes, xt, xs, n_in, 1, o);
-                }
-                for (int rr = 0; rr < DOTXR_RB; rr++)
-                    for (int k = 0; k < nt; k++) y[(size_t)(t + k) * ldy + (size_t)(r + rr)] = o[rr * nt + k];
-            }
-        }
+    if (n_in > DOTXR_MIN) { /* long rows: DOTXR_RB at a time, any last ones alone (below) */
+        MMX_DRIVER_RB(DOTXR_RB, 4, switch (nt) { MMXR_CASE(4) MMXR_CASE(3) MMXR_CASE(2)
+                                                 default: dotxr_f16(wr, w_row_bytes, xt, xs, n_in, 1, o); })
         row0 = r;
     }
     MMX_DRIVER(4, switch (nt) { MMX_CASE(dotx_f16, 4) MMX_CASE(dotx_f16, 3) MMX_CASE(dotx_f16, 2) default: dotx_f16(wr, xt, xs, n_in, 1, o); })
