@@ -38,7 +38,7 @@ ifneq ($(filter x86_64 amd64,$(ARCH)),)
 LIB_SRC += $(wildcard src/kern/kern_avx2.c src/kern/kern_avx512.c)
 endif
 ifneq ($(filter aarch64 arm64,$(ARCH)),)
-LIB_SRC += $(wildcard src/kern/kern_neon*.c src/kern/kern_i8mm.c)
+LIB_SRC += $(wildcard src/kern/kern_neon*.c src/kern/kern_i8mm*.c)
 endif
 CLI_SRC  = $(wildcard cli/*.c)
 SRV_SRC  = $(wildcard server/*.c)
@@ -60,6 +60,7 @@ $(B)/obj/src/kern/kern_avx2.o:   EXTRA = $(ISA_avx2)
 $(B)/obj/src/kern/kern_avx512.o: EXTRA = $(ISA_avx512)
 $(B)/obj/src/kern/kern_neon%.o:  EXTRA = $(ISA_neon)
 $(B)/obj/src/kern/kern_i8mm.o:   EXTRA = $(ISA_i8mm)
+$(B)/obj/src/kern/kern_i8mm_vd.o: EXTRA = $(ISA_i8mm)
 # reference quantizers must not contract a*b+c into FMA (bit-exact with ggml's _ref)
 $(B)/obj/src/quant/%.o:          EXTRA = -ffp-contract=off
 

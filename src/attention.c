@@ -172,9 +172,10 @@ void attn_softmax(const g4_kern *k, float *x, int64_t n, int64_t cell0) {
  * lanes of the window matter: masked cells contribute exact zeros, to the softmax's 8-cell
  * block sums (attn_softmax; 16 on AVX-512) and to kqv = mul_mat(v, kq), whose dot products
  * over the cells run in lanes of 8 (tinyBLAS) or 4 x 8 (ggml_vec_dot_f32/f16) counted from
- * cell 0 (AVX-512: 16 and 4 x 16). So kqv is computed over a hull of the window in whole
- * G4_ATTN_HULL = 64-cell blocks, [a, a + nw) with a <= floor64(lo), a + nw >= ceil64(p + 1),
- * zeros outside [lo, p]: the same lanes and the same sums as llama.cpp's whole row. (On
+ * cell 0 (AVX-512: 16 and 4 x 16; SVE: 8 vectors). So kqv is computed over a hull of the
+ * window in whole blocks of h = kern_attn_hull cells (64; the i8mm table at 256-bit SVE 128),
+ * [a, a + nw) with a = floor_h(lo), a + nw = ceil_h(p + 1), zeros outside [lo, p]: the same
+ * lanes and the same sums as llama.cpp's whole row. (On
  * sliding layers llama.cpp's cell = position only holds for the first swa-cache-size
  * positions; later its cells wrap.)
  *
@@ -193,9 +194,10 @@ typedef struct attn_win {
     int64_t p, lo, n;   /* query position, first visible position, n = p - lo + 1 */
 } attn_win;
 
-void attn_hull(int64_t lo, int64_t p, int64_t *a, int64_t *nw) {
-    *a = lo & ~(int64_t)(G4_ATTN_HULL - 1);
-    *nw = ((p + G4_ATTN_HULL) & ~(int64_t)(G4_ATTN_HULL - 1)) - *a;
+void attn_hull(int64_t lo, int64_t p, int64_t h, int64_t *a, int64_t *nw) {
+    G4_ASSERT(h > 0 && h <= G4_ATTN_HULL && (h & (h - 1)) == 0);
+    *a = lo & ~(h - 1);
+    *nw = ((p + h) & ~(h - 1)) - *a;
 }
 
 /* The window of a query at position pos: [pos - n_swa + 1, pos] on sliding layers (n_swa of
@@ -244,7 +246,7 @@ static g4_matmul_fn f16x_form(const g4_kern *k, g4_matmul_fn f) {
     return NULL;
 }
 
-/* The hull in whole 64-cell blocks: [floor64(lo), ceil64(hi + 1)). Query heads hs .. hs+nh-1
+/* The hull in whole blocks of kern_attn_hull cells: [floor_h(lo), ceil_h(hi + 1)). Query heads hs .. hs+nh-1
  * of KV head g's group (nh = 0: all of them). */
 static void job_init(attn_job *j, g4_work *w, const g4_layer *l, int t0, int R, int g, int hs, int nh, uint8_t *ws) {
     const g4_session *s = w->sess[t0];
@@ -260,7 +262,7 @@ static void job_init(attn_job *j, g4_work *w, const g4_layer *l, int t0, int R, 
     j->hd = l->head_dim;
     j->lo = attn_window(w, l, w->pos[t0]).lo;
     j->hi = attn_window(w, l, w->pos[t0 + R - 1]).p;
-    attn_hull(j->lo, j->hi, &j->A, &j->NW);
+    attn_hull(j->lo, j->hi, kern_attn_hull(w->m->kern), &j->A, &j->NW);
     j->c0 = j->lo % j->kv->n_cells;
     j->seq_n = w->seq_n[t0];
     G4_ASSERT(j->hi - j->lo + 1 <= j->kv->n_cells && j->c0 + (j->hi - j->lo + 1) <= j->kv->n_rows);
@@ -335,7 +337,7 @@ static void job_softmax(const attn_job *j, const g4_work *w, int k0, int k1) {
 }
 
 /* The transposed V rows of KV head g over the hull: straight from the cache when the hull's
- * cells are one row range there (always on full layers, rows = ceil64(n_ctx), and on rings
+ * cells are one row range there (always on full layers, rows = n_ctx rounded up to G4_ATTN_HULL, and on rings
  * with room); else copied into the job's scratch with zeros outside the union (small rings).
  * Cache cells never written are zero (session.c), so every value read is finite. */
 static void job_v(attn_job *j) {
@@ -483,7 +485,7 @@ void attn_compute(g4_work *w, const g4_layer *l, int r0, int T) {
         while (t + R < T && R < G4_ATTN_TILE && w->sess[t + R] == s && w->pos[t + R] == w->pos[t] + R) {
             /* the union of R + 1 rows must fit the scratch */
             int64_t lo = attn_window(w, l, w->pos[t]).lo, a, nw;
-            attn_hull(lo, attn_window(w, l, w->pos[t] + R).p, &a, &nw);
+            attn_hull(lo, attn_window(w, l, w->pos[t] + R).p, kern_attn_hull(w->m->kern), &a, &nw);
             if ((int64_t)(R + 1) * G * nw > s->ws_kq_cap || (R + 1) * G > s->ws_q_cap) break;
             R++;
         }

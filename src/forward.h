@@ -246,12 +246,19 @@ G4_INTERNAL void attn_compute(g4_work *w, const g4_layer *l, int r0, int T);
 G4_INTERNAL void attn_rope_cs(float *cs, int64_t pos, const float *ff, float base, int n_rot);
 /* NEOX RoPE of x[0..n_rot) with the pairs of attn_rope_cs (ops.cpp rotate_pairs). */
 G4_INTERNAL void attn_rope_neox(float *x, const float *cs, int n_rot);
-/* attention's V.p runs over whole blocks of this many cells (attention.c): a multiple of the
- * period of every llama.cpp float dot followed (4 x 8 lanes AVX2, 4 x 16 AVX-512) */
+/* attention's V.p runs over whole blocks of h = kern_attn_hull(table) cells (attention.c): a
+ * multiple of the period of every llama.cpp float dot the table follows (4 x 8 lanes AVX2,
+ * 4 x 16 AVX-512: 64; the i8mm table's SVE F16 dot, 8 vectors: 128 at 256-bit SVE). This is
+ * the largest h of any table in the build, for sizing the session. */
+#if defined(__aarch64__)
+#define G4_ATTN_HULL 128
+#else
 #define G4_ATTN_HULL 64
-/* The 64-aligned hull [*a, *a + *nw) of the visible cells [lo, p] over which attention
- * multiplies V (attention.c: the same lanes as llama.cpp's product over all its cells). */
-G4_INTERNAL void attn_hull(int64_t lo, int64_t p, int64_t *a, int64_t *nw);
+#endif
+/* The h-aligned hull [*a, *a + *nw) of the visible cells [lo, p] over which attention
+ * multiplies V (attention.c: the same lanes as llama.cpp's product over all its cells);
+ * h a power of two <= G4_ATTN_HULL. */
+G4_INTERNAL void attn_hull(int64_t lo, int64_t p, int64_t h, int64_t *a, int64_t *nw);
 /* ggml_soft_max_ext of a llama.cpp KQ row whose visible cells are [cell0, cell0 + n):
  * x[0..n) scores in, probabilities out; exp and sum as the kernel table's expsum. */
 struct g4_kern;

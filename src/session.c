@@ -110,8 +110,8 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     /* hidden states of the logits rows (keep_hidden: the MTP drafter's input) */
     const uint64_t off_hidden = o.keep_hidden ? plan_take(&p, (uint64_t)n_logit_rows * (uint64_t)c->n_embd, 4) : 0;
     /* per-thread attention scratch of one job (attention.c: up to ATTN_TILE rows x the G
-     * query heads of a KV head, over the 64-aligned hull of their windows' union; a lone
-     * row's hull is at most n_cells + 126 cells):
+     * query heads of a KV head, over the hull of their windows' union, aligned to at most
+     * G4_ATTN_HULL cells; a lone row's hull is at most n_cells + 2 * (G4_ATTN_HULL - 1) cells):
      * kq [kq_cap] f32 | p rows (V dot type) | q [q_cap] rows (K dot type) | o [q_cap + 1][hd] |
      * V hull copy [hd][v_cells] (small rings only) */
     n_cells_max += 2 * G4_ATTN_HULL;

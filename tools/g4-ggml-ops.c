@@ -287,8 +287,8 @@ static void t_expf(const gapi *g, tally *t) {
 }
 
 /* kqv = mul_mat(v, kq) as llama.cpp runs it, over all n_kv cells with zero probabilities
- * outside the window, against the same ggml product over only attention's 32-aligned hull
- * (attn_hull): ggml's lanes must make the two equal bit for bit, for n_col query columns of
+ * outside the window, against the same ggml product over only attention's hull (attn_hull,
+ * aligned to the kernel table's kern_attn_hull): ggml's lanes must make the two equal bit for bit, for n_col query columns of
  * one window (1: ggml_vec_dot_f32/f16, >= 2: tinyBLAS) and V in F32 or F16. This checks the
  * hull rule itself; whether kern's matmul reproduces ggml's product is oracle_kern's part. */
 static void t_kqv_hull(const gapi *g, tally *t, int vtype, int n_col) {
@@ -299,7 +299,7 @@ static void t_kqv_hull(const gapi *g, tally *t, int vtype, int n_col) {
     for (size_t wi = 0; wi < sizeof W / sizeof W[0]; wi++) {
         const int64_t lo = W[wi][0], p = W[wi][1];
         int64_t a, nw;
-        attn_hull(lo, p, &a, &nw);
+        attn_hull(lo, p, kern_attn_hull(best_kern()), &a, &nw);
         gctx *c = ctx_new(g, 64u << 20);
         gten *vf = g->new_2d(c, GGML_TYPE_F32, n_kv, hd), *vh = g->new_2d(c, GGML_TYPE_F32, nw, hd);
         gten *pf = g->new_2d(c, GGML_TYPE_F32, n_kv, n_col), *ph = g->new_2d(c, GGML_TYPE_F32, nw, n_col);

@@ -85,6 +85,10 @@ typedef struct g4_kern {
      * haswell), 16 (AVX-512: zen4, skylakex ...), 4 (NEON); the softmax's exp and blocks, the
      * float dots' periods and tinyBLAS's k multiple go with it */
     int             vec_w;
+    /* the attention's V.p hull alignment in cells (attention.c attn_hull): a multiple of the
+     * period of the table's F32 and F16 dots over the cells, whose lanes count from cell 0;
+     * 0 = 64 (every x86 and NEON table); the i8mm table's SVE dots: 8 vectors of F16 */
+    int             attn_hull;
     int             tb_k_bf16;  /* tinyBLAS's k multiple for BF16 where not vec_w (32: vdpbf16ps) */
 } g4_kern;
 
@@ -127,6 +131,8 @@ static inline int kern_grp_col(uint32_t type, int64_t N, int64_t col, int64_t n_
  * for the KV cache). */
 g4_matmul_fn kern_pick_x86(const struct g4_kern *k, uint32_t type, int64_t N, int64_t col, int64_t n_in,
                            int64_t n_out, unsigned flags);
+
+static inline int64_t kern_attn_hull(const struct g4_kern *k) { return k->attn_hull ? k->attn_hull : 64; }
 
 static inline g4_matmul_fn kern_pick(const g4_kern *k, uint32_t type, int64_t N, int64_t col, int64_t n_in,
                                      int64_t n_out, unsigned flags) {

@@ -16,10 +16,9 @@
  * so this table is the neon table with those four choices changed, its Q4_K and Q6_K gemm
  * (Q6_K: s = fma(isum, d, s), the 8x4 order) on smmla, and F32 / F16 weights and caches on
  * the library's SVE vec_dot (below; it is built without tinyBLAS). At 256-bit SVE its q4_0
- * 8x8 kernel keeps the 4x4 float order. Not followed (yet): its SVE vec_dot of q8_0, q4_0 and
- * q2_K for weights it does not repack (a Q8_0 KV cache) and its i8mm two-row vec_dot (q4_0,
- * q4_1, q8_0, q4_K when llama.cpp's row and column chunks are even); oracle_kern_neon.sh
- * reports those against that library.
+ * 8x8 kernel keeps the 4x4 float order. For weights it does not repack, its SVE vec_dot of
+ * q8_0, q4_0 and q2_K and its i8mm two-row vec_dot (q4_0, q4_1, q8_0, q4_K when llama.cpp's row
+ * and column chunks are even: i8mm_nrc2) are kern_i8mm_vd.c's.
  *
  * i8mm_q4_K_mm, i8mm_q6_K_mm: two weight rows x four tokens per pass. smmla multiplies a 2x8
  * int8 block (8 codes of each row) by an 8x2 block (8 activation values of each of two tokens) into a
@@ -287,35 +286,63 @@ static void sve_f16_vd(float *restrict y, size_t ldy, const uint8_t *restrict w,
             y[(size_t)t * ldy + (size_t)r] = sve_dot_f16(w + (size_t)r * wrb, (const uint8_t *)xq + (size_t)t * xrb, (int)n_in);
 }
 
+/* Whether ggml_compute_forward_mul_mat runs the two-row i8mm vec_dot (nrc 2) on column col of
+ * an op with N columns and n_out rows: rows and columns even, and the chunk of rows and of
+ * columns it works on even. Chunks: 16 x 16 (as many as fit: the column chunks are
+ * ceil(N / ceil(N / 16)) wide). Not followed: its re-chunking by thread when that plan has fewer
+ * than 4 chunks per thread (ops under 64 x nth rows x columns: not a Gemma weight's). */
+static int i8mm_nrc2(int64_t N, int64_t col, int64_t n_out) {
+    if (N % 2 || n_out % 2) return 0;
+    const int64_t nc0 = (n_out + 15) / 16, dr0 = (n_out + nc0 - 1) / nc0;
+    const int64_t nc1 = (N + 15) / 16, dr1 = (N + nc1 - 1) / nc1;
+    const int64_t c1 = col / dr1, w1 = (c1 + 1) * dr1 <= N ? dr1 : N - c1 * dr1;
+    return dr0 % 2 == 0 && (n_out - (nc0 - 1) * dr0) % 2 == 0 && w1 % 2 == 0;
+}
+
 /* armv8.6_1's kernel choice: its 8x8 q4_K / q5_K kernels (gemm for the columns below
- * N - N % 4, gemv for the rest, as for the 8x4 ones), everything else as armv8.2_2 */
+ * N - N % 4, gemv for the rest, as for the 8x4 ones); for the weights it does not repack its
+ * vec_dot: two rows at a time by i8mm for q4_0, q4_1, q8_0 and q4_K where mul_mat allows
+ * (i8mm_nrc2), else its SVE vec_dot for q4_0, q8_0 and q2_K (kern_i8mm_vd.c); everything else
+ * as armv8.2_2 */
 static g4_matmul_fn i8mm_pick(const g4_kern *k, uint32_t type, int64_t N, int64_t col, int64_t n_in, int64_t n_out,
                               unsigned flags) {
-    if (!(flags & KERN_PLAIN) && n_out % 8 == 0) {
+    const int plain = flags & KERN_PLAIN;
+    if (!plain && n_out % 8 == 0) {
         const int gemm = col < N - N % 4;
         if (type == G4_TYPE_Q4_K) return gemm ? i8mm_q4_K_mm : neon_q4_K_rpi;
         if (type == G4_TYPE_Q5_K) return gemm ? neon_q5_K_rpim : neon_q5_K_rpi;
         if (type == G4_TYPE_Q6_K) return gemm ? i8mm_q6_K_mm : neon_q6_K_rpv;
     }
+    const int b32 = type == G4_TYPE_Q8_0 || type == G4_TYPE_Q4_0;
+    if (b32 && !plain && n_out % 4 == 0) return neon_pick(k, type, N, col, n_in, n_out, flags); /* repacked */
+    if ((b32 || type == G4_TYPE_Q4_1 || type == G4_TYPE_Q4_K) && i8mm_nrc2(N, col, n_out))
+        return type == G4_TYPE_Q8_0 ? i8mm_q8_0_vd2 : type == G4_TYPE_Q4_0 ? i8mm_q4_0_vd2
+             : type == G4_TYPE_Q4_1 ? i8mm_q4_1_vd2 : i8mm_q4_K_vd2;
     /* no llamafile in that build: no tinyBLAS for Q8_0 / Q4_0 (nor F32 / F16) */
-    if (type == G4_TYPE_F32 || type == G4_TYPE_F16 || type == G4_TYPE_Q8_0 || type == G4_TYPE_Q4_0) {
-        if ((type == G4_TYPE_Q8_0 || type == G4_TYPE_Q4_0) && !(flags & KERN_PLAIN) && n_out % 4 == 0)
-            return neon_pick(k, type, N, col, n_in, n_out, flags); /* repacked */
-        return k->matmul[type];
-    }
+    if (type == G4_TYPE_F32 || type == G4_TYPE_F16 || b32 || type == G4_TYPE_Q2_K) return k->matmul[type];
     return neon_pick(k, type, N, col, n_in, n_out, flags);
 }
 
-static const g4_kern TABLE = {
-    .name = "i8mm",
-    .geglu = neon_geglu,
-    .pick = i8mm_pick,
-    .expsum = neon_expsum,
-    .vec_w = 4,
-    .act_q8_inv = 1,
-    .f16_lanes = 0, /* F16: f32 accumulators (the SVE vec_dot) */
-    .matmul = NEON_MATMUL_VD(sve_f32_vd, sve_f16_vd),
-    .quantize_act = NEON_QUANT_ACT,
-};
+/* vec.cpp ggml_vec_soft_max_f32 under SVE: blocks of svcntw() cells, each svaddv'd */
+static double i8mm_expsum(float *x, int64_t n, int64_t cell0) { return neon_expsum_w(x, n, cell0, (int)svcntw()); }
 
-const g4_kern *kern_table_i8mm(void) { return &TABLE; }
+/* The table at a vector length: the attention's V.p hull is the period of sve_dot_f16 (8
+ * vectors: 64 cells at 128-bit SVE, 128 at 256; wider vectors keep 128, G4_ATTN_HULL, and are
+ * not followed there). vec_w 1: SVE's softmax has no scalar tail (its last block is
+ * predicated), so the router's softmax runs every cell through expsum (moe.c). */
+#define I8MM_TABLE(hull) {                                                                                  \
+        .name = "i8mm",                                                                                     \
+        .geglu = neon_geglu,                                                                                \
+        .pick = i8mm_pick,                                                                                  \
+        .expsum = i8mm_expsum,                                                                              \
+        .vec_w = 1,                                                                                         \
+        .attn_hull = hull,                                                                                  \
+        .act_q8_inv = 1,                                                                                    \
+        .f16_lanes = 0, /* F16: f32 accumulators (the SVE vec_dot) */                                       \
+        .matmul = NEON_MATMUL_VD(sve_f32_vd, sve_f16_vd, i8mm_q4_0_sv, i8mm_q8_0_sv, i8mm_q2_K_sv),        \
+        .quantize_act = NEON_QUANT_ACT,                                                                     \
+    }
+static const g4_kern TABLE_128 = I8MM_TABLE(64);
+static const g4_kern TABLE_256 = I8MM_TABLE(128);
+
+const g4_kern *kern_table_i8mm(void) { return svcntb() <= 16 ? &TABLE_128 : &TABLE_256; }

@@ -123,25 +123,42 @@ NINLINE float32x4_t v_expf(float32x4_t x) {
                      vbslq_f32(c, vmulq_f32(vfmaq_f32(s2, s2, j), s1), vfmaq_f32(k, k, j)));
 }
 
-/* ggml_vec_soft_max_f32 (NEON): blocks of 4 cells aligned on the row, vaddv (c0+c1)+(c2+c3)
- * each, added to a double; a block's masked cells enter as -inf (exp +0), as in the row */
-double neon_expsum(float *x, int64_t n, int64_t cell0) {
+/* the pairwise tree of w (a power of two >= 4) values: svaddv's order, vaddvq's for w = 4 */
+static float tree_sum(const float *c, int w) {
+    return w == 4 ? (c[0] + c[1]) + (c[2] + c[3]) : tree_sum(c, w / 2) + tree_sum(c + w / 2, w / 2);
+}
+
+/* ggml_vec_soft_max_f32 (NEON: w = 4; SVE: w = svcntw()): blocks of w cells aligned on the
+ * row, each summed as a pairwise tree ((c0+c1)+(c2+c3) for 4) and added to a double; a block's
+ * masked cells enter as -inf (exp +0), as in the row. ggml_v_expf's NEON and SVE forms agree
+ * lane for lane. */
+double neon_expsum_w(float *x, int64_t n, int64_t cell0, int w) {
     double sum = 0.0;
-    for (int64_t i = -(cell0 % 4); i < n; i += 4) {
-        if (i >= 0 && i + 4 <= n) {
-            const float32x4_t v = v_expf(vld1q_f32(x + i));
-            vst1q_f32(x + i, v);
-            sum += (double)vaddvq_f32(v);
-            continue;
+    if (w == 4)
+        for (int64_t i = -(cell0 % 4); i < n; i += 4)
+            if (i >= 0 && i + 4 <= n) {
+                const float32x4_t v = v_expf(vld1q_f32(x + i));
+                vst1q_f32(x + i, v);
+                sum += (double)vaddvq_f32(v);
+            } else {
+                float c[4];
+                for (int k = 0; k < 4; k++) c[k] = i + k >= 0 && i + k < n ? x[i + k] : -INFINITY;
+                vst1q_f32(c, v_expf(vld1q_f32(c)));
+                for (int k = 0; k < 4; k++) if (i + k >= 0 && i + k < n) x[i + k] = c[k];
+                sum += (double)(((c[0] + c[1]) + (c[2] + c[3])));
+            }
+    else
+        for (int64_t i = -(cell0 % w); i < n; i += w) {
+            float c[64]; /* w <= 64: SVE's 2048 bits */
+            for (int k = 0; k < w; k++) c[k] = i + k >= 0 && i + k < n ? x[i + k] : -INFINITY;
+            for (int k = 0; k < w; k += 4) vst1q_f32(c + k, v_expf(vld1q_f32(c + k)));
+            for (int k = 0; k < w; k++) if (i + k >= 0 && i + k < n) x[i + k] = c[k];
+            sum += (double)tree_sum(c, w);
         }
-        float c[4];
-        for (int k = 0; k < 4; k++) c[k] = i + k >= 0 && i + k < n ? x[i + k] : -INFINITY;
-        vst1q_f32(c, v_expf(vld1q_f32(c)));
-        for (int k = 0; k < 4; k++) if (i + k >= 0 && i + k < n) x[i + k] = c[k];
-        sum += (double)(((c[0] + c[1]) + (c[2] + c[3])));
-    }
     return sum;
 }
+
+double neon_expsum(float *x, int64_t n, int64_t cell0) { return neon_expsum_w(x, n, cell0, 4); }
 
 /* ==== Table ==== */
 
@@ -154,7 +171,7 @@ static const g4_kern TABLE = {
     .act_q8_inv = 1,
     .f16_lanes = 1,
     /* one column of a weight llama.cpp does not repack: vec_dot */
-    .matmul = NEON_MATMUL_VD(neon_f32_vd, neon_f16_vd),
+    .matmul = NEON_MATMUL_VD(neon_f32_vd, neon_f16_vd, neon_q4_0_vd, neon_q8_0_vd, neon_q2_K_vd),
     .quantize_act = NEON_QUANT_ACT,
 };
 

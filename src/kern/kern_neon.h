@@ -88,6 +88,10 @@ NEON_DECL(neon_q6_K_vd) NEON_DECL(neon_iq4_xs_vd)
 NEON_DECL(neon_q4_K_rp) NEON_DECL(neon_q5_K_rp) NEON_DECL(neon_q6_K_rpv) NEON_DECL(neon_q6_K_rpm)
 /* the same file: the i8mm build's 8x8 orders (gemv, gemm) for the i8mm table (kern_i8mm.c) */
 NEON_DECL(neon_q4_K_rpi) NEON_DECL(neon_q5_K_rpi) NEON_DECL(neon_q4_K_rpim) NEON_DECL(neon_q5_K_rpim)
+/* kern_i8mm_vd.c: the i8mm table's vec_dot orders for plain weights (armv8.6_1's SVE vec_dot,
+ * _sv, and its two-row i8mm vec_dot, _vd2) */
+NEON_DECL(i8mm_q4_0_sv) NEON_DECL(i8mm_q8_0_sv) NEON_DECL(i8mm_q2_K_sv)
+NEON_DECL(i8mm_q4_0_vd2) NEON_DECL(i8mm_q8_0_vd2) NEON_DECL(i8mm_q4_1_vd2) NEON_DECL(i8mm_q4_K_vd2)
 /* kern_neon_f.c: float weights */
 NEON_DECL(neon_f32_vd) NEON_DECL(neon_f32_tb) NEON_DECL(neon_f16_vd) NEON_DECL(neon_f16_tb) NEON_DECL(neon_bf16_vd)
 
@@ -102,13 +106,14 @@ void neon_act_q8_1(const float *restrict x, void *restrict y, int64_t n);
 void neon_act_q8_K(const float *restrict x, void *restrict y, int64_t n);
 void neon_geglu(float *restrict gate, const float *restrict up, const uint16_t *restrict tab, int64_t n);
 double neon_expsum(float *x, int64_t n, int64_t cell0);
+double neon_expsum_w(float *x, int64_t n, int64_t cell0, int w); /* w-cell blocks (w = 4: neon_expsum) */
 
 /* the tables' one-column (vec_dot) entries and activation quantizers */
-#define NEON_MATMUL_VD(f32, f16) {                                                                           \
+#define NEON_MATMUL_VD(f32, f16, q4_0, q8_0, q2_K) {                                                         \
         [G4_TYPE_F32] = f32, [G4_TYPE_F16] = f16, [G4_TYPE_BF16] = neon_bf16_vd,                            \
-        [G4_TYPE_Q4_0] = neon_q4_0_vd, [G4_TYPE_Q4_1] = neon_q4_1_vd, [G4_TYPE_Q5_0] = neon_q5_0_vd,        \
-        [G4_TYPE_Q5_1] = neon_q5_1_vd, [G4_TYPE_Q8_0] = neon_q8_0_vd, [G4_TYPE_IQ4_NL] = neon_iq4_nl_vd,    \
-        [G4_TYPE_Q2_K] = neon_q2_K_vd, [G4_TYPE_Q3_K] = neon_q3_K_vd, [G4_TYPE_Q4_K] = neon_q4_K_vd,        \
+        [G4_TYPE_Q4_0] = q4_0, [G4_TYPE_Q4_1] = neon_q4_1_vd, [G4_TYPE_Q5_0] = neon_q5_0_vd,                \
+        [G4_TYPE_Q5_1] = neon_q5_1_vd, [G4_TYPE_Q8_0] = q8_0, [G4_TYPE_IQ4_NL] = neon_iq4_nl_vd,            \
+        [G4_TYPE_Q2_K] = q2_K, [G4_TYPE_Q3_K] = neon_q3_K_vd, [G4_TYPE_Q4_K] = neon_q4_K_vd,        \
         [G4_TYPE_Q5_K] = neon_q5_K_vd, [G4_TYPE_Q6_K] = neon_q6_K_vd, [G4_TYPE_IQ4_XS] = neon_iq4_xs_vd,    \
     }
 #define NEON_QUANT_ACT {                                                                                    \
