@@ -355,16 +355,20 @@ static void expsums(const g4_kern *k) {
     free(x); free(y); free(z);
 }
 
-/* the soft-cap's tanh: a table's SIMD form (kern.h softcap) gives kern_softcap_fd's bits on
- * a sweep of bit patterns through every binade (both signs, subnormals, zeros, Inf, NaN,
- * lengths that are not a multiple of the lanes); kern_tanhf_fd gives the C library's tanhf
- * bits where kern_softcap_check says this C library computes it that way (glibc's fdlibm
- * tanhf), else that part is reported and skipped */
+/* the soft-cap's tanh: a table's SIMD form (kern.h softcap) gives its portable steps' bits
+ * (softcap_ref: kern_softcap_fd on x86, kern_softcap_fdf with glibc aarch64's fused steps on
+ * the NEON tables) on a sweep of bit patterns through every binade (both signs, subnormals,
+ * zeros, Inf, NaN, lengths that are not a multiple of the lanes); kern_tanhf_fd and
+ * kern_tanhf_fdf give the C library's tanhf bits where kern_softcap_check says this C library
+ * computes it that way (glibc's fdlibm tanhf, built without or with fused multiply-adds), else
+ * that part is skipped */
 static void softcaps(const g4_kern *k) {
     enum { N = 1 << 16 };
     float *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b), *x = malloc(N * sizeof *x);
     int bad = 0, badlibm = 0;
-    const int libm_fd = kern_softcap_check(kern_softcap_fd, 30.0f);
+    const int libm_fd = kern_softcap_check(kern_softcap_fd, 30.0f), libm_fdf = kern_softcap_check(kern_softcap_fdf, 30.0f);
+    void (*ref)(float *, int64_t, float) = k->softcap_ref ? k->softcap_ref : kern_softcap_fd;
+    int badlibmf = 0;
     for (int rep = 0; rep < 64; rep++) {
         const int n = N - rep * 7;
         for (int i = 0; i < n; i++) {
@@ -374,17 +378,22 @@ static void softcaps(const g4_kern *k) {
         memcpy(a, x, (size_t)n * sizeof *x);
         memcpy(b, x, (size_t)n * sizeof *x);
         if (k->softcap) k->softcap(a, n, 30.0f);
-        kern_softcap_fd(b, n, 30.0f);
+        ref(b, n, 30.0f);
         for (int i = 0; k->softcap && i < n; i++)
             bad += memcmp(&a[i], &b[i], 4) != 0 && !(a[i] != a[i] && b[i] != b[i]);
-        for (int i = 0; libm_fd && i < n; i++) {
-            const float r = tanhf(x[i] * (1.0f / 30.0f)) * 30.0f;
-            badlibm += memcmp(&r, &b[i], 4) != 0 && !(r != r && b[i] != b[i]);
+        for (int f = 0; f < 2; f++) {
+            if (!(f ? libm_fdf : libm_fd)) continue;
+            (f ? kern_softcap_fdf : kern_softcap_fd)(memcpy(b, x, (size_t)n * sizeof *x), n, 30.0f);
+            for (int i = 0; i < n; i++) {
+                const float r = tanhf(x[i] * (1.0f / 30.0f)) * 30.0f;
+                *(f ? &badlibmf : &badlibm) += memcmp(&r, &b[i], 4) != 0 && !(r != r && b[i] != b[i]);
+            }
         }
     }
-    T_CHECKF(bad == 0, "%s: softcap differs from kern_softcap_fd in %d values", k->name, bad);
+    T_CHECKF(bad == 0, "%s: softcap differs from its portable steps in %d values", k->name, bad);
     T_CHECKF(badlibm == 0, "kern_tanhf_fd differs from the C library's tanhf in %d values", badlibm);
-    if (!libm_fd && getenv("G4_TEST_VERBOSE"))
+    T_CHECKF(badlibmf == 0, "kern_tanhf_fdf differs from the C library's tanhf in %d values", badlibmf);
+    if (!libm_fd && !libm_fdf && getenv("G4_TEST_VERBOSE"))
         fprintf(stderr, "    this C library's tanhf is not fdlibm's: the SIMD soft-cap stays off (checked against kern_tanhf_fd only)\n");
     free(a); free(b); free(x);
 }

@@ -81,6 +81,7 @@ typedef struct g4_kern {
     /* y = c * tanhf(y * (1/c)) with kern_tanhf_fd's steps (glibc's fdlibm tanhf), or NULL;
      * used only where kern_softcap_check finds the C library's tanhf gives those bits */
     void          (*softcap)(float *y, int64_t n, float c);
+    void          (*softcap_ref)(float *y, int64_t n, float c); /* softcap's portable steps (set with it) */
     /* f32 lanes of the SIMD vectors of the llama.cpp build the table follows: 8 (scalar, AVX2:
      * haswell), 16 (AVX-512: zen4, skylakex ...), 4 (NEON); the softmax's exp and blocks, the
      * float dots' periods and tinyBLAS's k multiple go with it */
@@ -109,6 +110,9 @@ double kern_expsum_z16(float *x, int64_t n, int64_t cell0);
  * C library's tanhf bits on a probe set through every branch (kern_tanh.c) */
 float kern_tanhf_fd(float x);
 void kern_softcap_fd(float *y, int64_t n, float c);
+/* the same with glibc's aarch64 build's fused multiply-adds (kern_tanh.c) */
+float kern_tanhf_fdf(float x);
+void kern_softcap_fdf(float *y, int64_t n, float c);
 int kern_softcap_check(void (*cap)(float *y, int64_t n, float c), float c);
 
 /* The x86 rule (llama.cpp's AVX2 build): whether column col of an op llama.cpp runs on N

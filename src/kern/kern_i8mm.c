@@ -335,6 +335,8 @@ static double i8mm_expsum(float *x, int64_t n, int64_t cell0) { return neon_exps
         .geglu = neon_geglu,                                                                                \
         .pick = i8mm_pick,                                                                                  \
         .expsum = i8mm_expsum,                                                                              \
+        .softcap = neon_softcap,                                                                            \
+        .softcap_ref = kern_softcap_fdf,                                                                    \
         .vec_w = 1,                                                                                         \
         .attn_hull = hull,                                                                                  \
         .act_q8_inv = 1,                                                                                    \

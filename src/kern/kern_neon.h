@@ -107,6 +107,8 @@ void neon_act_q8_K(const float *restrict x, void *restrict y, int64_t n);
 void neon_geglu(float *restrict gate, const float *restrict up, const uint16_t *restrict tab, int64_t n);
 double neon_expsum(float *x, int64_t n, int64_t cell0);
 double neon_expsum_w(float *x, int64_t n, int64_t cell0, int w); /* w-cell blocks (w = 4: neon_expsum) */
+/* kern_neon_tanh.c: the soft-cap with glibc aarch64's tanhf steps (kern_softcap_fdf's bits) */
+void neon_softcap(float *y, int64_t n, float c);
 
 /* the tables' one-column (vec_dot) entries and activation quantizers */
 #define NEON_MATMUL_VD(f32, f16, q4_0, q8_0, q2_K) {                                                         \

@@ -10,6 +10,14 @@
  * rounded tanhf, musl, macOS) differ in the last bit for some inputs: model open only uses a
  * table's soft-cap after probing that the C library's tanhf gives the same bits
  * (kern_softcap_check), else libm's tanhf runs as before.
+ *
+ * glibc's aarch64 build compiles the same C with GCC's default -ffp-contract=fast, which fuses
+ * nine of the steps into fused multiply-adds (found in the compiled code; the steps below with
+ * fused = 1 then give glibc 2.36 aarch64's tanhf bits on a 4M-input sweep under qemu):
+ * hi = a - t ln2_hi; the five steps of the r1 polynomial; t = 3 - r1 hfx; 6 - x t;
+ * x e - hxs (k = 0); x (e - c) - c; 0.5 (x - e) - 0.5 (k = -1); 1 + 2 (x - e) (k = 1). Not
+ * fused there: invln2 a +- 0.5, the reconstruction by 2^k. kern_tanhf_fdf is that form (the
+ * NEON tables' soft-cap, kern_neon_tanh.c, on 4 lanes).
  */
 #include <math.h>
 #include <stdint.h>
@@ -20,8 +28,11 @@
 static inline float f_of(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static inline uint32_t u_of(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 
-/* expm1 on the finite arguments tanhf passes (|a| < 44) */
-static float expm1f_fd(float a) {
+/* a * b + c, rounded once (fused) or twice */
+static inline float mad(const int fused, float a, float b, float c) { return fused ? fmaf(a, b, c) : a * b + c; }
+
+/* expm1 on the finite arguments tanhf passes (|a| < 44); fused: glibc's aarch64 steps */
+static inline float expm1f_fd(float a, const int fused) {
     const float ln2_hi = 6.9313812256e-01f, ln2_lo = 9.0580006145e-06f, invln2 = 1.4426950216e+00f;
     const float q1 = -3.3333335072e-02f, q2 = 1.5873016091e-03f, q3 = -7.9365076090e-05f;
     const float q4 = 4.0082177293e-06f, q5 = -2.0109921195e-07f;
@@ -39,7 +50,7 @@ static float expm1f_fd(float a) {
             const float kf = invln2 * a + (neg ? -0.5f : 0.5f);
             k = (int)kf;            /* truncation, as cvttss2si */
             const float t = (float)k;
-            hi = a - t * ln2_hi;
+            hi = mad(fused, -t, ln2_hi, a);
             lo = t * ln2_lo;
         }
         x = hi - lo;
@@ -49,21 +60,21 @@ static float expm1f_fd(float a) {
     }
     const float hfx = 0.5f * x;
     const float hxs = x * hfx;
-    const float r1 = 1.0f + hxs * (q1 + hxs * (q2 + hxs * (q3 + hxs * (q4 + hxs * q5))));
-    const float t = 3.0f - r1 * hfx;
-    float e = hxs * ((r1 - t) / (6.0f - x * t));
-    if (k == 0) return x - (x * e - hxs);
+    const float r1 = mad(fused, hxs, mad(fused, hxs, mad(fused, hxs, mad(fused, hxs, mad(fused, hxs, q5, q4), q3), q2), q1), 1.0f);
+    const float t = mad(fused, -r1, hfx, 3.0f);
+    float e = hxs * ((r1 - t) / mad(fused, -x, t, 6.0f));
+    if (k == 0) return x - mad(fused, x, e, -hxs);
     const float twopk = f_of((uint32_t)(0x7f + k) << 23);
-    e = x * (e - c) - c;
+    e = mad(fused, x, e - c, -c);
     e = e - hxs;
-    if (k == -1) return 0.5f * (x - e) - 0.5f;
-    if (k == 1) return x < -0.25f ? -2.0f * (e - (x + 0.5f)) : 1.0f + 2.0f * (x - e);
+    if (k == -1) return mad(fused, x - e, 0.5f, -0.5f);
+    if (k == 1) return x < -0.25f ? -2.0f * (e - (x + 0.5f)) : mad(fused, x - e, 2.0f, 1.0f);
     if (k <= -2 || k > 56) return (1.0f - (e - x)) * twopk - 1.0f;
     if (k < 23) return (f_of(0x3f800000u - (0x1000000u >> k)) - (e - x)) * twopk;
     return ((x - (e + f_of((uint32_t)(0x7f - k) << 23))) + 1.0f) * twopk;
 }
 
-float kern_tanhf_fd(float x) {
+static inline float tanhf_fd(float x, const int fused) {
     const uint32_t jx = u_of(x), ix = jx & 0x7fffffffu;
     if (ix > 0x7f7fffffu) return tanhf(x); /* inf, NaN: the C library's own answer */
     float z;
@@ -72,18 +83,26 @@ float kern_tanhf_fd(float x) {
     } else if (ix < 0x24000000u) {          /* |x| < 2^-55 (and +-0): x (1 + x), signed already */
         return x * (1.0f + x);
     } else if (ix >= 0x3f800000u) {         /* |x| >= 1 */
-        const float t = expm1f_fd(fabsf(x) + fabsf(x));
+        const float t = expm1f_fd(fabsf(x) + fabsf(x), fused);
         z = 1.0f - 2.0f / (t + 2.0f);
     } else {
-        const float t = expm1f_fd(-2.0f * fabsf(x));
+        const float t = expm1f_fd(-2.0f * fabsf(x), fused);
         z = -t / (t + 2.0f);
     }
     return jx >> 31 ? -z : z;
 }
 
+float kern_tanhf_fd(float x) { return tanhf_fd(x, 0); }
+float kern_tanhf_fdf(float x) { return tanhf_fd(x, 1); }
+
 void kern_softcap_fd(float *y, int64_t n, float c) {
     const float inv = 1.0f / c;
     for (int64_t i = 0; i < n; i++) y[i] = kern_tanhf_fd(y[i] * inv) * c;
+}
+
+void kern_softcap_fdf(float *y, int64_t n, float c) {
+    const float inv = 1.0f / c;
+    for (int64_t i = 0; i < n; i++) y[i] = kern_tanhf_fdf(y[i] * inv) * c;
 }
 
 /* Probe: the table's soft-cap against libm's tanhf on values through every branch of the

@@ -2545,6 +2545,7 @@ static void softcap_x86(float *y, int64_t n, float c) {
     .matmul_vd = { KX_VD_Q2K },                                                             \
     .expsum = KX_EXPSUM,                                                                    \
     .softcap = softcap_x86,                                                                  \
+    .softcap_ref = kern_softcap_fd,                                                          \
     .vec_w = KX_VEC_W,                                                                      \
     .matmul = {                                                                             \
         [G4_TYPE_F32] = mm_f32, [G4_TYPE_F16] = mm_f16, [G4_TYPE_BF16] = MM_BF16,           \
