@@ -322,6 +322,17 @@ static void bench_batched(const g4_kern *k, int reps, const char *types) {
             if (nt == 1) one = ns;
             printf("  n_tok %d%s %6.2f ns (%3.0f%%)", nt, grp ? "g" : " ", ns, 100.0 * ns / one);
         }
+        /* the same tokens in decode order (each token the one-token kernel's bits: what
+         * G4_EVAL_DECODE_ORDER, i.e. speculative verification, runs) where that is another kernel */
+        if (kern_pick(k, BT[ti], 8, 0, n_in, n_out, 0) != k->matmul[BT[ti]]) {
+            printf("\n%-6s", "  dec");
+            for (int nt = 2; nt <= 8; nt *= 2) {
+                double b;
+                time_matmul_g(k, NULL, BT[ti], w, n_in, n_out, nt, reps, n_out, &b, k->matmul[BT[ti]]);
+                const double ns = b * 1e9 / (double)n_out / nt;
+                printf("  n_tok %dd %6.2f ns (%3.0f%%)", nt, ns, 100.0 * ns / one);
+            }
+        }
         printf("\n");
         free(w);
     }
