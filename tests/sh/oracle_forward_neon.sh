@@ -2,7 +2,8 @@
 # oracle_forward_neon.sh - the whole forward pass on aarch64 against llama.cpp's arm64 build,
 # bit for bit, under qemu-aarch64 -cpu cortex-a76 (NEON, dotprod, fp16: the neon kernel table;
 # llama.cpp's libggml-cpu-armv8.2_2.so, loaded alone so ggml cannot pick another variant), and
-# again under -cpu max with 128-bit SVE (the i8mm table, against libggml-cpu-armv8.6_1.so).
+# again under -cpu max with 128-bit and with 256-bit SVE (the i8mm table, against
+# libggml-cpu-armv8.6_1.so).
 #
 # 1. tools/g4-ggml-ops.c, cross-built against the board build's libg4.a, runs each float op of
 #    the forward pass (RMS norm, RoPE, softmax, GELU, soft-cap, the kqv hull rule) through the
@@ -14,7 +15,7 @@
 #    logits (n_vocab float32) must be identical, byte for byte.
 # Needs what oracle_kern_neon.sh needs (gcc-aarch64-linux-gnu, libstdc++6-arm64-cross,
 # qemu-user, `make test-deps` for build/arm64-llama); without it, and in the sanitizer run,
-# it reports a skip. About 1 minute of one core (plus the board build, shared with cross_arm.sh).
+# it reports a skip. About 4 minutes of one core (plus the board build, shared with cross_arm.sh).
 # Env: B, G4_ARM64_LIBDIR (see oracle_kern_neon.sh), KEEP=1 keeps the temp dir, ONLY=REGEX.
 B=${B:-build}
 LIBDIR=${G4_ARM64_LIBDIR:-$B/arm64-llama/package/bins/linux-arm64}
@@ -89,9 +90,10 @@ fwd iq4_xs   f32 --type iq4_xs $D256
 fwd kv_f16_q4_k f16 --type q4_k --untied --kv-heads 2 $D256
 }
 
-# the neon table against armv8.2_2 on a Cortex-A76; the i8mm table against armv8.6_1 on a
-# core with 128-bit SVE and i8mm (qemu -cpu max; G4_SVE_BYTES=32 for 256-bit SVE).
-for cfg in "cortex-a76 libggml-cpu-armv8.2_2.so neon" "max,sve-default-vector-length=${G4_SVE_BYTES:-16} libggml-cpu-armv8.6_1.so i8mm"; do
+# the neon table against armv8.2_2 on a Cortex-A76; the i8mm table against armv8.6_1 on cores
+# with SVE and i8mm, 128-bit (Neoverse N2 / V2) and 256-bit (Neoverse V1) (qemu -cpu max)
+for cfg in "cortex-a76 libggml-cpu-armv8.2_2.so neon" "max,sve-default-vector-length=16 libggml-cpu-armv8.6_1.so i8mm" \
+           "max,sve-default-vector-length=32 libggml-cpu-armv8.6_1.so i8mm"; do
     set -- $cfg
     QCPU=$1 CPULIB=$2 ISA=$3
     KNOWN=

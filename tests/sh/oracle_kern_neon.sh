@@ -24,22 +24,22 @@
 # gcc-aarch64-linux-gnu, and `make test-deps` unpacks the arm64 prebuilt of node-llama-cpp,
 # same version as the x64 one in tests/oracle (3.22.1), into build/arm64-llama); without them,
 # and in the sanitizer run (it cross-compiles: nothing there is sanitized), it reports a skip.
-# About 4 minutes of one core under qemu. By hand:
+# About 5 minutes of one core under qemu. By hand:
 #   mkdir -p build/arm64-llama && cd build/arm64-llama &&
 #   npm pack @node-llama-cpp/linux-arm64@3.22.1 && tar xzf node-llama-cpp-linux-arm64-3.22.1.tgz
 # Also needs the arm64 libstdc++/libgcc_s (Debian: libstdc++6-arm64-cross, libgcc-s1-arm64-cross,
 # pulled in by gcc-aarch64-linux-gnu; sysroot /usr/aarch64-linux-gnu).
-# Two runs by default: the neon table against libggml-cpu-armv8.2_2.so (qemu -cpu max), and
+# Three runs by default: the neon table against libggml-cpu-armv8.2_2.so (qemu -cpu max), and
 # the i8mm table (kern_i8mm.c) against libggml-cpu-armv8.6_1.so (SVE + i8mm, what llama.cpp
-# loads on an SVE core with i8mm) at 128-bit SVE (-cpu max,sve-default-vector-length=16; qemu's
-# default is 512). For armv8.6_1 the tool emulates the i8mm repack kernels (q4_0/q8_0 4x8 or, at
+# loads on an SVE core with i8mm) at 128-bit and 256-bit SVE (-cpu
+# max,sve-default-vector-length=16 / 32; qemu's default is 512). For armv8.6_1 the tool emulates the i8mm repack kernels (q4_0/q8_0 4x8 or, at
 # 256-bit SVE, q4_0 8x8; q4_K/q5_K/q6_K 8x8) and the i8mm table is gated on everything,
 # including the SVE vec_dot of q8_0, q4_0 and q2_K and the i8mm vec_dot (2 rows at a time, when
 # llama.cpp's row and column chunks are even) of q8_0, q4_0, q4_1 and q4_K (kern_i8mm_vd.c);
 # the tool does not emulate those two orders, so its emulation check of them is reported, not
 # gated. Its F32 and F16 kernels are that library's SVE vec_dot (no tinyBLAS there), gated.
-# By hand at 256-bit SVE (Graviton 3) the same run passes; at 512 bits (A64FX: not a target)
-# the library's own q4_K / q6_K two-row vec_dot takes other lanes and differs. G4_ARM64_LIBDIR overrides build/arm64-llama/package/bins/linux-arm64.
+# At 512 bits (by hand; no SVE core with i8mm is known to us there) the library's own q4_K / q6_K two-row
+# vec_dot takes other lanes and differs. G4_ARM64_LIBDIR overrides build/arm64-llama/package/bins/linux-arm64.
 # G4_ARM64_CPU_LIB runs one library only, against G4_ARM64_TABLE (default neon) under
 # G4_QEMU_CPU (default max): e.g. the i8mm table at 256-bit SVE with
 # G4_ARM64_CPU_LIB=libggml-cpu-armv8.6_1.so G4_ARM64_TABLE=i8mm
@@ -57,7 +57,7 @@ LIBDIR=${G4_ARM64_LIBDIR:-$B/arm64-llama/package/bins/linux-arm64}
 if [ -n "$G4_ARM64_CPU_LIB" ]; then
     CONFIGS="${G4_ARM64_TABLE:-neon}:$G4_ARM64_CPU_LIB:${G4_QEMU_CPU:-max}"
 else
-    CONFIGS="neon:libggml-cpu-armv8.2_2.so:max i8mm:libggml-cpu-armv8.6_1.so:max,sve-default-vector-length=16"
+    CONFIGS="neon:libggml-cpu-armv8.2_2.so:max i8mm:libggml-cpu-armv8.6_1.so:max,sve-default-vector-length=16 i8mm:libggml-cpu-armv8.6_1.so:max,sve-default-vector-length=32"
 fi
 skip() { echo "oracle_kern_neon: skipped ($1)"; echo "0 passed, 0 failed"; exit 0; }
 [ -z "$G4_SANITIZED" ] || skip "sanitizer run: nothing here is sanitized, the plain run covers it"
