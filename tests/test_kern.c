@@ -383,7 +383,8 @@ static void softcaps(const g4_kern *k) {
             bad += memcmp(&a[i], &b[i], 4) != 0 && !(a[i] != a[i] && b[i] != b[i]);
         for (int f = 0; f < 2; f++) {
             if (!(f ? libm_fdf : libm_fd)) continue;
-            (f ? kern_softcap_fdf : kern_softcap_fd)(memcpy(b, x, (size_t)n * sizeof *x), n, 30.0f);
+            memcpy(b, x, (size_t)n * sizeof *x);
+            (f ? kern_softcap_fdf : kern_softcap_fd)(b, n, 30.0f);
             for (int i = 0; i < n; i++) {
                 const float r = tanhf(x[i] * (1.0f / 30.0f)) * 30.0f;
                 *(f ? &badlibmf : &badlibm) += memcmp(&r, &b[i], 4) != 0 && !(r != r && b[i] != b[i]);

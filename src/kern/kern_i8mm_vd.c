@@ -25,29 +25,18 @@
  *    q4_K per super-block acc = fma(isum, dy * d, acc), then acc = fma(-(dy * dmin), mins, acc).
  * svaddv is FADDV, a pairwise tree: over 8 lanes ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 +
  * l7)), which the two NEON vaddvq of the halves, added, give exactly. Integer sums are exact
- * however formed, so NEON sdot forms them here at every vector length; svcntb() (read once per
- * call) says which lanes the float steps take.
+ * however formed, so NEON sdot forms them here at every vector length (the blocks decoded as
+ * kern_neon_b32.c's, kern_neon_b32.h); svcntb() says which lanes the float steps take.
  */
-#include "kern_neon.h"
+#include "kern_neon_b32.h"
 
 #include <arm_sve.h>
 
-/* block b's signed codes, elements 0..15 (*lo) and 16..31 (*hi): q8_0, q4_0 (q - 8), q4_1 (q) */
-enum { V_Q4_0, V_Q8_0, V_Q4_1 };
-NINLINE void vd_codes(const int ty, const uint8_t *b, int8x16_t *lo, int8x16_t *hi) {
-    if (ty == V_Q8_0) { *lo = nld8(b + 2); *hi = nld8(b + 18); return; }
-    const uint8x16_t q = vld1q_u8(b + (ty == V_Q4_1 ? 4 : 2)), m4 = vdupq_n_u8(0x0f);
-    *lo = vreinterpretq_s8_u8(vandq_u8(q, m4));
-    *hi = vreinterpretq_s8_u8(vshrq_n_u8(q, 4));
-    if (ty == V_Q4_0) { *lo = vsubq_s8(*lo, vdupq_n_s8(8)); *hi = vsubq_s8(*hi, vdupq_n_s8(8)); }
-}
-
-NINLINE size_t vd_bytes(const int ty) { return ty == V_Q4_0 ? 18 : ty == V_Q8_0 ? 34 : 20; }
-
-/* ==== _sv: ggml_vec_dot_{q4_0,q8_0}_q8_0 under SVE, vl bytes per vector ==== */
-NINLINE void sv_b32_row(const int ty, const int vl, const uint8_t *w, const uint8_t *x, size_t xrb, int64_t n,
-                        const int nt, float *out) {
-    const size_t wb = vd_bytes(ty);
+/* ==== _sv: ggml_vec_dot_{q4_0,q8_0}_q8_0 under SVE, vl = svcntb() bytes per vector ==== */
+NINLINE void sv_b32_row(const int ty, const uint8_t *w, const uint8_t *x, size_t xrb, int64_t n, const int nt,
+                        float *out) {
+    const int vl = (int)svcntb();
+    const size_t wb = b32_bytes(ty);
     const int64_t nb = n / 32;
     float32x4_t acc[2][2][NT]; /* [block parity][lanes 0-3, 4-7][token] */
     NUNROLL for (int t = 0; t < NT; t++) acc[0][0][t] = acc[0][1][t] = acc[1][0][t] = acc[1][1][t] = vdupq_n_f32(0);
@@ -56,72 +45,40 @@ NINLINE void sv_b32_row(const int ty, const int vl, const uint8_t *w, const uint
         NUNROLL for (int h = 0; h < 2; h++) {
             const uint8_t *b = w + (size_t)(ib + h) * wb;
             int8x16_t lo, hi;
-            vd_codes(ty, b, &lo, &hi);
+            b32_codes(ty, b, &lo, &hi);
             const float dw = nh2f(b);
             NUNROLL for (int t = 0; t < nt; t++) {
                 const uint8_t *a = x + (size_t)t * xrb + (size_t)(ib + h) * 34;
                 const float d = dw * nh2f(a);
-                const int32x4_t pl = vdotq_s32(vdupq_n_s32(0), lo, nld8(a + 2));
                 if (vl == 16) {
-                    acc[h][0][t] = vfmaq_n_f32(acc[h][0][t], vcvtq_f32_s32(vdotq_s32(pl, hi, nld8(a + 18))), d);
+                    acc[h][0][t] = vfmaq_n_f32(acc[h][0][t], vcvtq_f32_s32(b32_lanes(lo, hi, a + 2)), d);
                 } else {
-                    acc[h][0][t] = vfmaq_n_f32(acc[h][0][t], vcvtq_f32_s32(pl), d);
+                    acc[h][0][t] = vfmaq_n_f32(acc[h][0][t], vcvtq_f32_s32(vdotq_s32(vdupq_n_s32(0), lo, nld8(a + 2))), d);
                     acc[h][1][t] = vfmaq_n_f32(acc[h][1][t], vcvtq_f32_s32(vdotq_s32(vdupq_n_s32(0), hi, nld8(a + 18))), d);
                 }
             }
         }
     NUNROLL for (int t = 0; t < nt; t++) {
         if (vl == 16) out[t] = nhsum(vaddq_f32(acc[0][0][t], acc[1][0][t]));
-        else if (ty == V_Q8_0 && vl >= 64)
+        else if (ty == B_Q8_0 && vl >= 64)
             out[t] = (nhsum(acc[0][0][t]) + nhsum(acc[0][1][t])) + (nhsum(acc[1][0][t]) + nhsum(acc[1][1][t]));
         else out[t] = nhsum(vaddq_f32(acc[0][0][t], acc[1][0][t])) + nhsum(vaddq_f32(acc[0][1][t], acc[1][1][t]));
     }
-    if (ib < nb) { /* the scalar tail of an odd block count, as the NEON build's */
-        const uint8_t *b = w + (size_t)ib * wb;
-        int8x16_t lo, hi;
-        vd_codes(ty, b, &lo, &hi);
-        const float dw = nh2f(b);
-        NUNROLL for (int t = 0; t < nt; t++) {
-            const uint8_t *a = x + (size_t)t * xrb + (size_t)ib * 34;
-            const float sumi = (float)vaddvq_s32(vdotq_s32(vdotq_s32(vdupq_n_s32(0), lo, nld8(a + 2)), hi, nld8(a + 18)));
-            const float da = nh2f(a);
-            if (ty == V_Q4_0) out[t] = fmaf(sumi * dw, da, out[t]); /* sumi*d_x*d_y */
-            else out[t] = fmaf(sumi, dw * da, out[t]);              /* sumi*(d_x*d_y) */
-        }
-    }
+    if (ib < nb) b32_vd_tail(ty, w, x, xrb, ib, nt, out); /* the same C in the SVE build */
 }
 
-#define SV_B32(name, ty)                                                                                         \
-    NINLINE void name##_16(const uint8_t *w, const uint8_t *x, size_t xrb, int64_t n, const int nt, float *out) { \
-        sv_b32_row(ty, 16, w, x, xrb, n, nt, out);                                                              \
-    }                                                                                                           \
-    NINLINE void name##_32(const uint8_t *w, const uint8_t *x, size_t xrb, int64_t n, const int nt, float *out) { \
-        sv_b32_row(ty, 32, w, x, xrb, n, nt, out);                                                              \
-    }                                                                                                           \
-    NINLINE void name##_64(const uint8_t *w, const uint8_t *x, size_t xrb, int64_t n, const int nt, float *out) { \
-        sv_b32_row(ty, 64, w, x, xrb, n, nt, out);                                                              \
-    }                                                                                                           \
-    static NEON_MM(name##_m16, name##_16)                                                                       \
-    static NEON_MM(name##_m32, name##_32)                                                                       \
-    static NEON_MM(name##_m64, name##_64)
-SV_B32(sv_q4_0, V_Q4_0)
-SV_B32(sv_q8_0, V_Q8_0)
-
-/* the vector lengths llama.cpp's switch knows: 128, 256, 512 bits (others: the 512-bit lanes) */
-#define SV_DISPATCH(fname, name)                                                                                       \
-    void fname(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t wrb, const void *restrict xq,   \
-              size_t xrb, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {                                \
-        const uint64_t vl = svcntb();                                                                           \
-        if (vl == 16) name##_m16(y, ldy, w, wrb, xq, xrb, n_in, row0, row1, n_tok);                             \
-        else if (vl == 32) name##_m32(y, ldy, w, wrb, xq, xrb, n_in, row0, row1, n_tok);                        \
-        else name##_m64(y, ldy, w, wrb, xq, xrb, n_in, row0, row1, n_tok);                                      \
-    }
-SV_DISPATCH(i8mm_q4_0_sv, sv_q4_0)
-SV_DISPATCH(i8mm_q8_0_sv, sv_q8_0)
+NINLINE void sv_q4_0_row(const uint8_t *w, const uint8_t *x, size_t xrb, int64_t n, const int nt, float *out) {
+    sv_b32_row(B_Q4_0, w, x, xrb, n, nt, out);
+}
+NINLINE void sv_q8_0_row(const uint8_t *w, const uint8_t *x, size_t xrb, int64_t n, const int nt, float *out) {
+    sv_b32_row(B_Q8_0, w, x, xrb, n, nt, out);
+}
+NEON_MM(i8mm_q4_0_sv, sv_q4_0_row)
+NEON_MM(i8mm_q8_0_sv, sv_q8_0_row)
 
 /* ==== _sv: ggml_vec_dot_q2_K_q8_K under SVE (128 bits; 256 and 512 share their lanes) ==== */
-NINLINE void sv_q2_K_row(const int vl, const uint8_t *w, const uint8_t *x, size_t xrb, int64_t n, const int nt,
-                         float *out) {
+NINLINE void sv_q2_K_row(const uint8_t *w, const uint8_t *x, size_t xrb, int64_t n, const int nt, float *out) {
+    const int vl = (int)svcntb();
     const int64_t nb = n / 256;
     float32x4_t acc[2][NT]; /* lanes 0-3, 4-7 */
     NUNROLL for (int t = 0; t < NT; t++) acc[0][t] = acc[1][t] = vdupq_n_f32(0);
@@ -162,52 +119,40 @@ NINLINE void sv_q2_K_row(const int vl, const uint8_t *w, const uint8_t *x, size_
     NUNROLL for (int t = 0; t < nt; t++) out[t] = vl == 16 ? nhsum(acc[0][t]) : nhsum(acc[0][t]) + nhsum(acc[1][t]);
 }
 
-NINLINE void sv_q2_K_16(const uint8_t *w, const uint8_t *x, size_t xrb, int64_t n, const int nt, float *out) {
-    sv_q2_K_row(16, w, x, xrb, n, nt, out);
-}
-NINLINE void sv_q2_K_32(const uint8_t *w, const uint8_t *x, size_t xrb, int64_t n, const int nt, float *out) {
-    sv_q2_K_row(32, w, x, xrb, n, nt, out);
-}
-static NEON_MM(sv_q2_K_m16, sv_q2_K_16)
-static NEON_MM(sv_q2_K_m32, sv_q2_K_32)
-void i8mm_q2_K_sv(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t wrb, const void *restrict xq, size_t xrb,
-             int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
-    if (svcntb() == 16) sv_q2_K_m16(y, ldy, w, wrb, xq, xrb, n_in, row0, row1, n_tok);
-    else sv_q2_K_m32(y, ldy, w, wrb, xq, xrb, n_in, row0, row1, n_tok);
-}
+NEON_MM(i8mm_q2_K_sv, sv_q2_K_row)
 
 /* ==== _mm: the i8mm vec_dot (nrc 2), one chain per output ==== */
 NINLINE void mm_b32_row(const int ty, const uint8_t *w, const uint8_t *x, size_t xrb, int64_t n, const int nt, float *out) {
-    const size_t wb = vd_bytes(ty), ab = ty == V_Q4_1 ? 36 : 34, aq = ty == V_Q4_1 ? 4 : 2;
+    const size_t wb = b32_bytes(ty), ab = ty == B_Q4_1 ? 36 : 34, aq = ty == B_Q4_1 ? 4 : 2;
     const int64_t nb = n / 32;
     float acc[NT], ms[NT];
     NUNROLL for (int t = 0; t < NT; t++) acc[t] = ms[t] = 0;
     for (int64_t ib = 0; ib < nb; ib++) {
         const uint8_t *b = w + (size_t)ib * wb;
         int8x16_t lo, hi;
-        vd_codes(ty, b, &lo, &hi);
+        b32_codes(ty, b, &lo, &hi);
         const float dw = nh2f(b);
         NUNROLL for (int t = 0; t < nt; t++) {
             const uint8_t *a = x + (size_t)t * xrb + (size_t)ib * ab;
-            const int32_t isum = vaddvq_s32(vdotq_s32(vdotq_s32(vdupq_n_s32(0), lo, nld8(a + aq)), hi, nld8(a + aq + 16)));
+            const int32_t isum = vaddvq_s32(b32_lanes(lo, hi, a + aq));
             acc[t] = fmaf((float)isum, dw * nh2f(a), acc[t]);
-            if (ty == V_Q4_1) {
+            if (ty == B_Q4_1) {
                 const float p = nh2f(b + 2) * nh2f(a + 2); /* its own statement: not fused */
                 ms[t] = ms[t] + p;
             }
         }
     }
-    NUNROLL for (int t = 0; t < nt; t++) out[t] = ty == V_Q4_1 ? acc[t] + ms[t] : acc[t];
+    NUNROLL for (int t = 0; t < nt; t++) out[t] = ty == B_Q4_1 ? acc[t] + ms[t] : acc[t];
 }
 
 NINLINE void mm_q4_0_row(const uint8_t *w, const uint8_t *x, size_t xrb, int64_t n, const int nt, float *out) {
-    mm_b32_row(V_Q4_0, w, x, xrb, n, nt, out);
+    mm_b32_row(B_Q4_0, w, x, xrb, n, nt, out);
 }
 NINLINE void mm_q8_0_row(const uint8_t *w, const uint8_t *x, size_t xrb, int64_t n, const int nt, float *out) {
-    mm_b32_row(V_Q8_0, w, x, xrb, n, nt, out);
+    mm_b32_row(B_Q8_0, w, x, xrb, n, nt, out);
 }
 NINLINE void mm_q4_1_row(const uint8_t *w, const uint8_t *x, size_t xrb, int64_t n, const int nt, float *out) {
-    mm_b32_row(V_Q4_1, w, x, xrb, n, nt, out);
+    mm_b32_row(B_Q4_1, w, x, xrb, n, nt, out);
 }
 
 NINLINE void mm_q4_K_row(const uint8_t *w, const uint8_t *x, size_t xrb, int64_t n, const int nt, float *out) {

@@ -134,27 +134,17 @@ static float tree_sum(const float *c, int w) {
  * lane for lane. */
 double neon_expsum_w(float *x, int64_t n, int64_t cell0, int w) {
     double sum = 0.0;
-    if (w == 4)
-        for (int64_t i = -(cell0 % 4); i < n; i += 4)
-            if (i >= 0 && i + 4 <= n) {
-                const float32x4_t v = v_expf(vld1q_f32(x + i));
-                vst1q_f32(x + i, v);
-                sum += (double)vaddvq_f32(v);
-            } else {
-                float c[4];
-                for (int k = 0; k < 4; k++) c[k] = i + k >= 0 && i + k < n ? x[i + k] : -INFINITY;
-                vst1q_f32(c, v_expf(vld1q_f32(c)));
-                for (int k = 0; k < 4; k++) if (i + k >= 0 && i + k < n) x[i + k] = c[k];
-                sum += (double)(((c[0] + c[1]) + (c[2] + c[3])));
-            }
-    else
-        for (int64_t i = -(cell0 % w); i < n; i += w) {
-            float c[64]; /* w <= 64: SVE's 2048 bits */
+    for (int64_t i = -(cell0 % w); i < n; i += w) {
+        float c[64]; /* w <= 64: SVE's 2048 bits */
+        const int whole = i >= 0 && i + w <= n;
+        float *b = whole ? x + i : c;
+        if (!whole)
             for (int k = 0; k < w; k++) c[k] = i + k >= 0 && i + k < n ? x[i + k] : -INFINITY;
-            for (int k = 0; k < w; k += 4) vst1q_f32(c + k, v_expf(vld1q_f32(c + k)));
+        for (int k = 0; k < w; k += 4) vst1q_f32(b + k, v_expf(vld1q_f32(b + k)));
+        if (!whole)
             for (int k = 0; k < w; k++) if (i + k >= 0 && i + k < n) x[i + k] = c[k];
-            sum += (double)tree_sum(c, w);
-        }
+        sum += (double)tree_sum(b, w);
+    }
     return sum;
 }
 

@@ -14,53 +14,7 @@
  *   _rp  the whole-block sum, acc = fma(sum, d, acc) in one f32 per row.
  * Activations: Q8_0 (34 bytes: d, 32 int8) or Q8_1 (36: d, s, 32 int8) rows of n/32 blocks.
  */
-#include "kern_neon.h"
-
-enum { B_Q4_0, B_Q4_1, B_Q5_0, B_Q5_1, B_Q8_0, B_IQ4_NL };
-
-static const int8_t IQ4NL_VALUES[16] = G4_IQ4NL_VALUES;
-
-NINLINE size_t b32_bytes(const int ty) {
-    return ty == B_Q4_0 || ty == B_IQ4_NL ? 18 : ty == B_Q4_1 ? 20 : ty == B_Q5_0 ? 22 : ty == B_Q5_1 ? 24 : 34;
-}
-
-/* 0x10 in byte j of half h where bit 16h + j of the 32-bit qh is set */
-NINLINE uint8x16_t hbit16(uint32_t qh, int h) {
-    static const uint8_t IDX[2][16] = { { 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1 },
-                                        { 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3 } };
-    static const uint8_t BIT[16] = { 1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128 };
-    const uint8x16_t sel = vqtbl1q_u8(vreinterpretq_u8_u32(vdupq_n_u32(qh)), vld1q_u8(IDX[h]));
-    return vandq_u8(vtstq_u8(sel, vld1q_u8(BIT)), vdupq_n_u8(0x10));
-}
-
-/* block b of type ty -> signed codes of elements 0..15 (*lo) and 16..31 (*hi) */
-NINLINE void b32_codes(const int ty, const uint8_t *b, int8x16_t *lo, int8x16_t *hi) {
-    const uint8x16_t m4 = vdupq_n_u8(0x0f);
-    if (ty == B_Q8_0) { *lo = nld8(b + 2); *hi = nld8(b + 18); return; }
-    const int qo = ty == B_Q4_0 || ty == B_IQ4_NL ? 2 : ty == B_Q4_1 ? 4 : ty == B_Q5_0 ? 6 : 8;
-    const uint8x16_t q = vld1q_u8(b + qo);
-    uint8x16_t l = vandq_u8(q, m4), h = vshrq_n_u8(q, 4);
-    if (ty == B_IQ4_NL) {
-        const int8x16_t v = vld1q_s8(IQ4NL_VALUES);
-        *lo = vqtbl1q_s8(v, l);
-        *hi = vqtbl1q_s8(v, h);
-        return;
-    }
-    if (ty == B_Q5_0 || ty == B_Q5_1) {
-        const uint32_t qh = quant_rd32(b + (ty == B_Q5_0 ? 2 : 4));
-        l = vorrq_u8(l, hbit16(qh, 0));
-        h = vorrq_u8(h, hbit16(qh, 1));
-    }
-    *lo = vreinterpretq_s8_u8(l);
-    *hi = vreinterpretq_s8_u8(h);
-    if (ty == B_Q4_0) { *lo = vsubq_s8(*lo, vdupq_n_s8(8)); *hi = vsubq_s8(*hi, vdupq_n_s8(8)); }
-    if (ty == B_Q5_0) { *lo = vsubq_s8(*lo, vdupq_n_s8(16)); *hi = vsubq_s8(*hi, vdupq_n_s8(16)); }
-}
-
-/* the 4 sdot lanes of one block against activation qs at a */
-NINLINE int32x4_t b32_lanes(int8x16_t lo, int8x16_t hi, const uint8_t *a) {
-    return vdotq_s32(vdotq_s32(vdupq_n_s32(0), lo, nld8(a)), hi, nld8(a + 16));
-}
+#include "kern_neon_b32.h"
 
 /* ggml_vec_dot_{q4_0,q5_0,q8_0}_q8_0 / {q4_1,q5_1}_q8_1 (NEON, dotprod, nrc 1) */
 NINLINE void b32_vd(const int ty, const uint8_t *w, const uint8_t *x, size_t xrb, int64_t n, const int nt, float *out) {
@@ -98,19 +52,7 @@ NINLINE void b32_vd(const int ty, const uint8_t *w, const uint8_t *x, size_t xrb
         if (ty == B_Q5_1) sumf = (sumf + ms[0][t]) + ms[1][t];
         out[t] = sumf;
     }
-    if (ib < nb) { /* the scalar tail of an odd block count */
-        const uint8_t *b = w + (size_t)ib * wb;
-        int8x16_t lo, hi;
-        b32_codes(ty, b, &lo, &hi);
-        const float dw = nh2f(b);
-        NUNROLL for (int t = 0; t < nt; t++) {
-            const uint8_t *a = x + (size_t)t * xrb + (size_t)ib * ab;
-            const float sumi = (float)vaddvq_s32(b32_lanes(lo, hi, a + aq)), da = nh2f(a);
-            if (ty == B_Q4_0) out[t] = fmaf(sumi * dw, da, out[t]);        /* sumi*d_x*d_y */
-            else if (q81) out[t] += fmaf(dw * da, sumi, nh2f(b + 2) * nh2f(a + 2));
-            else out[t] = fmaf(dw * da, sumi, out[t]);
-        }
-    }
+    if (ib < nb) b32_vd_tail(ty, w, x, xrb, ib, nt, out);
 }
 
 /* ggml_vec_dot_iq4_nl_q8_0 (NEON): whole-block sums, two blocks per step */
