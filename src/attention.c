@@ -246,8 +246,8 @@ static g4_matmul_fn f16x_form(const g4_kern *k, g4_matmul_fn f) {
     return NULL;
 }
 
-/* The hull in whole blocks of kern_attn_hull cells: [floor_h(lo), ceil_h(hi + 1)). Query heads hs .. hs+nh-1
- * of KV head g's group (nh = 0: all of them). */
+/* The hull in whole blocks of kern_attn_hull cells: [floor_h(lo), ceil_h(hi + 1)). Query
+ * heads hs .. hs+nh-1 of KV head g's group (nh = 0: all of them). */
 static void job_init(attn_job *j, g4_work *w, const g4_layer *l, int t0, int R, int g, int hs, int nh, uint8_t *ws) {
     const g4_session *s = w->sess[t0];
     j->s = s;
@@ -337,8 +337,8 @@ static void job_softmax(const attn_job *j, const g4_work *w, int k0, int k1) {
 }
 
 /* The transposed V rows of KV head g over the hull: straight from the cache when the hull's
- * cells are one row range there (always on full layers, rows = n_ctx rounded up to G4_ATTN_HULL, and on rings
- * with room); else copied into the job's scratch with zeros outside the union (small rings).
+ * cells are one row range there (always on full layers, rows = n_ctx rounded up to
+ * G4_ATTN_HULL, and on rings with room); else copied into the job's scratch with zeros outside the union (small rings).
  * Cache cells never written are zero (session.c), so every value read is finite. */
 static void job_v(attn_job *j) {
     const g4_session *s = j->s;

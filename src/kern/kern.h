@@ -78,10 +78,11 @@ typedef struct g4_kern {
                                                       * quantize_act[F16]; set with matmul_f16x */
     g4_geglu_fn     geglu;                         /* never NULL (kern_geglu_ref at least) */
     g4_expsum_fn    expsum;                        /* never NULL */
-    /* y = c * tanhf(y * (1/c)) with kern_tanhf_fd's steps (glibc's fdlibm tanhf), or NULL;
-     * used only where kern_softcap_check finds the C library's tanhf gives those bits */
+    /* y = c * tanhf(y * (1/c)) with softcap_ref's steps (glibc's fdlibm tanhf: kern_softcap_fd,
+     * or kern_softcap_fdf with its aarch64 build's fused steps), or NULL; used only where
+     * kern_softcap_check finds the C library's tanhf gives those bits */
     void          (*softcap)(float *y, int64_t n, float c);
-    void          (*softcap_ref)(float *y, int64_t n, float c); /* softcap's portable steps (set with it) */
+    void          (*softcap_ref)(float *y, int64_t n, float c);
     /* f32 lanes of the SIMD vectors of the llama.cpp build the table follows: 8 (scalar, AVX2:
      * haswell), 16 (AVX-512: zen4, skylakex ...), 4 (NEON); the softmax's exp and blocks, the
      * float dots' periods and tinyBLAS's k multiple go with it */
