@@ -29,6 +29,19 @@ void *g4_calloc(const g4_allocator *a, size_t n, size_t size) {
     return p;
 }
 
+void *g4_malloc_al64(const g4_allocator *a, size_t n, void **raw) {
+    *raw = NULL;
+    if (n == 0 || n > SIZE_MAX - 63) return NULL;
+    unsigned char *p = g4_malloc(a, n + 63);
+    if (!p) return NULL;
+    *raw = p;
+    return p + ((64 - (uintptr_t)p % 64) % 64);
+}
+
+void g4_free_al64(const g4_allocator *a, void *raw, size_t n) {
+    if (raw) g4_free(a, raw, n + 63);
+}
+
 void g4_free(const g4_allocator *a, void *p, size_t n) {
     if (p) a->fn(a->ud, p, n, 0);
 }

@@ -13,7 +13,8 @@
 struct g4_batch {
     g4_model *m;
     g4_work   work;
-    void     *arena;
+    void     *arena;        /* 64-byte aligned */
+    void     *arena_raw;
     size_t    arena_bytes;
     char      err[256];
 };
@@ -42,7 +43,8 @@ g4_status g4_batch_create(g4_batch **out, g4_model *m, const g4_batch_opts *opts
         return g4_errf(G4_ERR_NOMEM, err, errlen, "batch memory for n_ubatch %d does not fit in size_t", (int)n_rows);
     g4_batch *b = g4_calloc(&m->al, 1, sizeof *b);
     if (!b) return g4_errf(G4_ERR_NOMEM, err, errlen, "out of memory (batch)");
-    uint8_t *a = g4_malloc(&m->al, (size_t)p.off);
+    void *raw;
+    uint8_t *a = g4_malloc_al64(&m->al, (size_t)p.off, &raw);
     if (!a) {
         g4_free(&m->al, b, sizeof *b);
         return g4_errf(G4_ERR_NOMEM, err, errlen, "out of memory: the batch needs %.1f MiB for n_ubatch %d",
@@ -50,6 +52,7 @@ g4_status g4_batch_create(g4_batch **out, g4_model *m, const g4_batch_opts *opts
     }
     b->m = m;
     b->arena = a;
+    b->arena_raw = raw;
     b->arena_bytes = (size_t)p.off;
     work_bind(&b->work, m, a, &wp);
     *out = b;
@@ -59,7 +62,7 @@ g4_status g4_batch_create(g4_batch **out, g4_model *m, const g4_batch_opts *opts
 void g4_batch_free(g4_batch *b) {
     if (!b) return;
     const g4_allocator al = b->m->al;
-    g4_free(&al, b->arena, b->arena_bytes);
+    g4_free_al64(&al, b->arena_raw, b->arena_bytes);
     g4_free(&al, b, sizeof *b);
 }
 

@@ -161,7 +161,8 @@ struct g4_session {
     g4_abort_fn abort_fn;   /* polled between chunks; nonzero stops the eval */
     void    *abort_ud;
 
-    void    *arena;         /* one allocation: KV cache + scratch                          */
+    void    *arena;         /* one allocation: KV cache + scratch, 64-byte aligned          */
+    void    *arena_raw;     /* what g4_free_al64 gives back                                 */
     size_t   arena_bytes;
     size_t   kv_bytes;      /* KV part of the arena                                         */
     size_t   scratch_bytes; /* everything else                                              */

@@ -47,6 +47,12 @@ G4_INTERNAL void  g4_allocator_init(g4_allocator *a, g4_alloc_fn fn, void *ud);
 G4_INTERNAL void *g4_malloc(const g4_allocator *a, size_t n);        /* NULL on failure or n == 0 */
 G4_INTERNAL void *g4_calloc(const g4_allocator *a, size_t n, size_t size); /* checked n*size */
 G4_INTERNAL void  g4_free(const g4_allocator *a, void *p, size_t n); /* NULL-safe */
+/* An arena on a cache-line boundary (the kernels' vector loads of the KV cache and the
+ * activations: a load across two 64-byte lines costs two; the hook's memory is only 16-byte
+ * aligned). Takes n + 63 bytes from the hook and returns the first 64-byte boundary in them;
+ * *raw is what g4_free_al64 gives back. NULL on failure, n == 0 or overflow. */
+G4_INTERNAL void *g4_malloc_al64(const g4_allocator *a, size_t n, void **raw);
+G4_INTERNAL void  g4_free_al64(const g4_allocator *a, void *raw, size_t n); /* n as given to g4_malloc_al64 */
 G4_INTERNAL void *g4_libc_alloc(void *ud, void *ptr, size_t old_size, size_t new_size);
 
 /* ==== Model ==== */

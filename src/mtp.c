@@ -33,7 +33,8 @@ struct mtp_state {
     g4_work     w;          /* one row of the assistant's widths */
     float      *xh;         /* [2E] target embedding (scaled), then h */
     float      *hb;         /* [2][E] hidden states of the chain (ping-pong) */
-    uint8_t    *arena;
+    uint8_t    *arena;      /* 64-byte aligned */
+    void       *arena_raw;
     size_t      arena_bytes;
 };
 
@@ -55,7 +56,8 @@ g4_status mtp_create(mtp_state **out, const g4_assistant *a, g4_session *target,
     const uint64_t off_hb = plan_take(&p, 2 * E, 4);
     if (p.ovf || p.off > SIZE_MAX) return g4_errf(G4_ERR_NOMEM, err, errlen, "assistant scratch does not fit in size_t");
     mtp_state *st = g4_calloc(al, 1, sizeof *st);
-    uint8_t *arena = st ? g4_malloc(al, (size_t)p.off) : NULL;
+    void *raw = NULL;
+    uint8_t *arena = st ? g4_malloc_al64(al, (size_t)p.off, &raw) : NULL;
     if (!arena) {
         g4_free(al, st, sizeof *st);
         return g4_errf(G4_ERR_NOMEM, err, errlen, "out of memory (assistant scratch, %.1f MiB)", (double)p.off / 1048576.0);
@@ -63,6 +65,7 @@ g4_status mtp_create(mtp_state **out, const g4_assistant *a, g4_session *target,
     st->a = a;
     st->t = target;
     st->arena = arena;
+    st->arena_raw = raw;
     st->arena_bytes = (size_t)p.off;
     work_bind(&st->w, m, arena, &wp);
     st->w.act = arena + off_act;
@@ -77,7 +80,7 @@ g4_status mtp_create(mtp_state **out, const g4_assistant *a, g4_session *target,
 void mtp_free(mtp_state *st) {
     if (!st) return;
     const g4_allocator al = st->t->m->al;
-    g4_free(&al, st->arena, st->arena_bytes);
+    g4_free_al64(&al, st->arena_raw, st->arena_bytes);
     g4_free(&al, st, sizeof *st);
 }
 

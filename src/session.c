@@ -142,7 +142,8 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
 
     g4_session *s = g4_calloc(&m->al, 1, sizeof *s);
     if (!s) return fail(err, errlen, G4_ERR_NOMEM, "out of memory (session)");
-    uint8_t *a = g4_malloc(&m->al, (size_t)p.off);
+    void *raw;
+    uint8_t *a = g4_malloc_al64(&m->al, (size_t)p.off, &raw);
     if (!a) {
         g4_free(&m->al, s, sizeof *s);
         return g4_errf(G4_ERR_NOMEM, err, errlen, "out of memory: the session needs %.1f MiB (KV cache %.1f MiB) for n_ctx %d",
@@ -155,6 +156,7 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
     s->logits_all = o.logits_all != 0;
     s->n_threads = n_threads;
     s->arena = a;
+    s->arena_raw = raw;
     s->arena_bytes = (size_t)p.off;
     s->kv_bytes = (size_t)(kv_end - (off_kv_slots + (uint64_t)n_slots * sizeof(g4_kv_slot)));
     s->scratch_bytes = s->arena_bytes - s->kv_bytes;
@@ -197,7 +199,7 @@ g4_status g4_session_create(g4_session **out, g4_model *m, const g4_session_opts
 void g4_session_free(g4_session *s) {
     if (!s) return;
     const g4_allocator al = s->m->al;
-    g4_free(&al, s->arena, s->arena_bytes);
+    g4_free_al64(&al, s->arena_raw, s->arena_bytes);
     g4_free(&al, s, sizeof *s);
 }
 
