@@ -2097,13 +2097,34 @@ KINLINE void dotx_f16_tb(const uint8_t *restrict w, const float *restrict x, siz
         }                                                                                        \
     }
 #define MMX_DRIVER(TM, DOTS) MMX_DRIVER_RB(1, TM, DOTS)
+/* Rows the hardware prefetchers do not follow get the row MMX_PF_ROWS ahead prefetched whole,
+ * when it is one of this call's:
+ *  - strided short rows (the attention's V.p over a sliding window or a few hundred cells:
+ *    each cache row is one channel, its cells n_rows apart): the prefetchers start over on
+ *    every row. g4-bench-kern -A, from DRAM, Zen 5: V.p of 4 heads at 256 / 512 / 1,024 cells
+ *    72 / 71 / 150 -> 17 / 25 / 55 us;
+ *  - dotx8_f16's rows, contiguous or not: its first lane-group pass touches every other cache
+ *    line, which the prefetchers do not follow. K.q of 8 heads at 1,024 / 4,096 cells
+ *    153-162 / 718-726 -> 80-94 / 389-399 us.
+ * dotx_f16 over contiguous rows (K.q of 4 heads) streams without it: there it only costs. */
+#define MMX_PF_ROWS 16
+KINLINE void pf_row_ahead(const uint8_t *w, size_t wrb, size_t nb, int64_t r, int64_t row1) {
+    if (r + MMX_PF_ROWS >= row1) return;
+    const uint8_t *p = w + (size_t)(r + MMX_PF_ROWS) * wrb;
+    for (size_t b = 0; b < nb; b += 64) _mm_prefetch((const char *)(p + b), _MM_HINT_T0);
+    _mm_prefetch((const char *)(p + nb - 1), _MM_HINT_T0);
+}
+#define MMX_PF_DRIVER(TM, DOTS) MMX_DRIVER(TM, if (pf) pf_row_ahead(w, w_row_bytes, nb, r, row1); DOTS)
 #define MMX_CASE(FN, k) case k: FN(wr, xt, xs, n_in, k, o); break;
 #define MMXR_CASE(k) case k: dotxr_f16(wr, w_row_bytes, xt, xs, n_in, k, o); break;
 #define DOTXR_MIN 1024 /* rows longer than this go DOTXR_RB at a time (dotxr_f16: columns past L1) */
 static void mmx_f16(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, const void *restrict xq,
                     size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
+    const size_t nb = (size_t)n_in * 2;
+    int pf = w_row_bytes > nb && n_in <= DOTXR_MIN; /* strided short rows: pf_row_ahead */
     if (n_in % KX_F16X_STEP == 0 && n_in <= DOTX8_MAX && n_tok >= 5) {
-        MMX_DRIVER(8, switch (nt) { MMX_CASE(dotx8_f16, 8) MMX_CASE(dotx8_f16, 7) MMX_CASE(dotx8_f16, 6) MMX_CASE(dotx8_f16, 5)
+        pf = 1; /* dotx8_f16 */
+        MMX_PF_DRIVER(8, switch (nt) { MMX_CASE(dotx8_f16, 8) MMX_CASE(dotx8_f16, 7) MMX_CASE(dotx8_f16, 6) MMX_CASE(dotx8_f16, 5)
                                     MMX_CASE(dotx_f16, 4) MMX_CASE(dotx_f16, 3) MMX_CASE(dotx_f16, 2)
                                     default: dotx_f16(wr, xt, xs, n_in, 1, o); })
         return;
@@ -2113,7 +2134,7 @@ static void mmx_f16(float *restrict y, size_t ldy, const uint8_t *restrict w, si
                                                  default: dotxr_f16(wr, w_row_bytes, xt, xs, n_in, 1, o); })
         row0 = r;
     }
-    MMX_DRIVER(4, switch (nt) { MMX_CASE(dotx_f16, 4) MMX_CASE(dotx_f16, 3) MMX_CASE(dotx_f16, 2) default: dotx_f16(wr, xt, xs, n_in, 1, o); })
+    MMX_PF_DRIVER(4, switch (nt) { MMX_CASE(dotx_f16, 4) MMX_CASE(dotx_f16, 3) MMX_CASE(dotx_f16, 2) default: dotx_f16(wr, xt, xs, n_in, 1, o); })
 }
 static void mmx_f16_tb(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, const void *restrict xq,
                        size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
