@@ -457,24 +457,33 @@ static void wide_kqv_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     job_kqv(c->wide, i0 * WIDE_DIMS, i1 * WIDE_DIMS < c->wide->hd ? i1 * WIDE_DIMS : c->wide->hd);
 }
 
-/* one job with every phase split over the pool (thread 0's scratch holds the job) */
+/* one job with every phase split over the pool (thread 0's scratch holds the job). kq and kqv
+ * go in one even share per thread (a thread that comes late has its share taken whole): each
+ * thread's cells, and its V channels, are one range, one kernel call, which the kernels'
+ * prefetch-ahead covers from its first rows on. */
 static void job_wide(attn_ctx *c, attn_job *j) {
     g4_pool *pool = c->w->m->pool;
-    const int nq = j->R * j->G;
+    const int nq = j->R * j->G, nt = c->w->n_threads;
+    const int64_t n_kq = (j->hi - j->lo + 1 + WIDE_CELLS - 1) / WIDE_CELLS, n_kqv = (j->hd + WIDE_DIMS - 1) / WIDE_DIMS;
     c->wide = j;
     job_q(j, c->w, 0, nq); /* a few hundred values per query: not worth a pool pass */
-    pool_for(pool, (j->hi - j->lo + 1 + WIDE_CELLS - 1) / WIDE_CELLS, 1, wide_kq_task, c);
+    pool_for(pool, n_kq, (n_kq + nt - 1) / nt, wide_kq_task, c);
     pool_for(pool, nq, 1, wide_sm_task, c);
     job_v(j);
-    pool_for(pool, (j->hd + WIDE_DIMS - 1) / WIDE_DIMS, 1, wide_kqv_task, c);
+    pool_for(pool, n_kqv, (n_kqv + nt - 1) / nt, wide_kqv_task, c);
     job_store(j, c->w);
 }
 
 /* Rows [r0, T) cut into jobs: runs of one session's consecutive rows, at most
  * (G4_ATTN_TILE) and what the session's scratch holds. With at least two jobs per thread they
- * run in parallel. Else, when jobs of 4 query heads (kern.h matmul_f16x's columns per pass)
- * share out evenly, those run in parallel (decode: E2B's 8 heads on 2 threads, one pass
- * each, no barrier). Otherwise one by one, each phase spread over the pool. */
+ * run in parallel. Else, over windows shorter than WIDE_MIN cells, when jobs of 4 query heads
+ * (kern.h matmul_f16x's columns per pass) share out evenly, those run in parallel (decode on
+ * a sliding layer: E2B's 8 heads on 2 threads, one pass each, no barrier). Otherwise one by
+ * one, each phase spread over the pool: deep in the context each thread then reads its part
+ * of the cache, where jobs of 4 heads would each read all of it (E2B decode at depth 4,096, 2
+ * threads, Zen 5: a full layer's attention 0.66-0.81 -> 0.50-0.61 ms, A/B by token in one
+ * process). */
+#define WIDE_MIN 1024
 void attn_compute(g4_work *w, const g4_layer *l, int r0, int T) {
     int32_t jt0[1024], jR[1024]; /* n_rows <= 65536 rows, jobs of >= 1 row: bounded below */
     int n_j = 0;
@@ -508,7 +517,12 @@ void attn_compute(g4_work *w, const g4_layer *l, int r0, int T) {
     c.hg = 4;
     c.n_hg = (G + c.hg - 1) / c.hg;
     const int64_t n_head_items = n_items * c.n_hg;
-    if (c.n_hg > 1 && (n_head_items % w->n_threads == 0 || n_head_items >= 2 * (int64_t)w->n_threads)) {
+    int64_t cells = 0; /* the longest job's union of windows */
+    for (int k = 0; k < n_j; k++) {
+        const int64_t n = attn_window(w, l, w->pos[jt0[k] + jR[k] - 1]).p - attn_window(w, l, w->pos[jt0[k]]).lo + 1;
+        cells = n > cells ? n : cells;
+    }
+    if (cells < WIDE_MIN && c.n_hg > 1 && (n_head_items % w->n_threads == 0 || n_head_items >= 2 * (int64_t)w->n_threads)) {
         pool_for(w->m->pool, n_head_items, 1, tile_task, &c);
         return;
     }

@@ -218,6 +218,10 @@ case_add long_f16     F f16 --ctx 8192
 # through the 8-column form of matmul_f16x (dotx8_f16), decoding and past 4096 cells
 cp "$tmp/long_f16.prompt" "$tmp/long_f16_h8.prompt"; cp "$tmp/long_f16.g4args" "$tmp/long_f16_h8.g4args"
 case_add long_f16_h8  F f16 --ctx 8192 --heads 8 --kv-heads 1 --seed 5
+# and on 2 threads: decoding past WIDE_MIN cells splits the job's cells (K.q) and channels
+# (V.p) between the threads (attention.c job_wide), each one kernel call
+cp "$tmp/long_f16.prompt" "$tmp/long_f16_h8t2.prompt"; echo "-c 8192 -t 2" >"$tmp/long_f16_h8t2.g4args"
+case_add long_f16_h8t2 F f16 --ctx 8192 --heads 8 --kv-heads 1 --seed 6
 # IQ4_NL: llama.cpp's repacked iq4_nl_8x8 kernels; IQ4_XS: its IQ panel gemm (iqp.cpp) for the
 # 40-token prompt (ops with >= 8 columns), ggml_vec_dot_iq4_xs_q8_K when decoding
 case_add iq4_nl       Q f32 --type iq4_nl $D32
