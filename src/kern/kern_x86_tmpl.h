@@ -2081,13 +2081,15 @@ KINLINE void dotx_f16_tb(const uint8_t *restrict w, const float *restrict x, siz
  * <= TM columns; DOTS(nt) dots the rows wr .. (RB rows) with the group xt of nt columns into o,
  * row rr's at o[rr * nt ..] (nt a constant in each case). Rows past the last whole block are
  * left (r: the first of them). */
-#define MMX_DRIVER_RB(RB, TM, DOTS)                                                              \
+#define MMX_DRIVER_RB(RB, TM, DOTS) MMX_DRIVER_ROWS(RB, TM, , DOTS)
+#define MMX_DRIVER_ROWS(RB, TM, ROW, DOTS) /* ROW: once per block of rows */                    \
     const float *x = xq;                                                                         \
     const size_t xs = xq_row_bytes / sizeof(float);                                              \
     float o[(RB) * (TM)];                                                                        \
     int64_t r = row0;                                                                            \
     for (; r + (RB) <= row1; r += (RB)) {                                                        \
         const uint8_t *wr = w + (size_t)r * w_row_bytes;                                         \
+        ROW                                                                                      \
         for (int t = 0; t < n_tok; t += TM) {                                                    \
             const float *xt = x + (size_t)t * xs;                                                \
             const int nt = n_tok - t < TM ? n_tok - t : TM;                                      \
@@ -2114,7 +2116,7 @@ KINLINE void pf_row_ahead(const uint8_t *w, size_t wrb, size_t nb, int64_t r, in
     for (size_t b = 0; b < nb; b += 64) _mm_prefetch((const char *)(p + b), _MM_HINT_T0);
     _mm_prefetch((const char *)(p + nb - 1), _MM_HINT_T0);
 }
-#define MMX_PF_DRIVER(TM, DOTS) MMX_DRIVER(TM, if (pf) pf_row_ahead(w, w_row_bytes, nb, r, row1); DOTS)
+#define MMX_PF_DRIVER(TM, DOTS) MMX_DRIVER_ROWS(1, TM, if (pf) pf_row_ahead(w, w_row_bytes, nb, r, row1);, DOTS)
 #define MMX_CASE(FN, k) case k: FN(wr, xt, xs, n_in, k, o); break;
 #define MMXR_CASE(k) case k: dotxr_f16(wr, w_row_bytes, xt, xs, n_in, k, o); break;
 #define DOTXR_MIN 1024 /* rows longer than this go DOTXR_RB at a time (dotxr_f16: columns past L1) */
