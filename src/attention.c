@@ -158,11 +158,16 @@ void attn_kv_store(g4_work *w, const g4_layer *l, int r0, int T) {
  * within the blocks decides the rounding of the block sums.
  * x[0..n) in: scores, out: probabilities. */
 void attn_softmax(const g4_kern *k, float *x, int64_t n, int64_t cell0) {
-    float max = -INFINITY;
-    for (int64_t i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
-    for (int64_t i = 0; i < n; i++) x[i] -= max;
+    if (k->sub_max) {
+        k->sub_max(x, n);
+    } else {
+        float max = -INFINITY;
+        for (int64_t i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
+        for (int64_t i = 0; i < n; i++) x[i] -= max;
+    }
     const float inv = (float)(1.0 / k->expsum(x, n, cell0));
-    for (int64_t i = 0; i < n; i++) x[i] *= inv;
+    if (k->scale) k->scale(x, n, inv);
+    else for (int64_t i = 0; i < n; i++) x[i] *= inv;
 }
 
 /* ==== Attention ==== */

@@ -14,6 +14,7 @@
  *   gates over the table's range and past +-10, the +-10 edges, f16 rounding ties, signed
  *   zeros, tails): every lookup index and the edges must agree
  * - expsum: every lane kern_expf's, the sum near the exact one, for every table
+ * - sub_max / scale: bit for bit the softmax's scalar loops (tails, signed zeros at the max)
  * - matmul_f16x / round_f16: bit for bit the F16 kernels they stand for (f16x)
  * - kern_select: forcing, $G4_ISA, unknown and unrunnable names
  * Set G4_TEST_VERBOSE=1 to print the worst NMSE per table and type.
@@ -355,6 +356,40 @@ static void expsums(const g4_kern *k) {
     free(x); free(y); free(z);
 }
 
+/* sub_max / scale (the softmax's other passes): what attn_softmax's scalar loops give, bit for
+ * bit, on rows of every length up to 70 and long ones (every tail), scores spread and equal,
+ * and signed zeros at the max; nothing written past n */
+static void softmax_steps(const g4_kern *k) {
+    T_CHECKF(!k->sub_max == !k->scale, "%s: sub_max and scale come together", k->name);
+    if (!k->sub_max) return;
+    enum { N = 4133 };
+    float *x = malloc((N + 4) * sizeof *x), *y = malloc(N * sizeof *y);
+    uint64_t s = 11;
+    int bad = 0, badmax = 0, guard = 0;
+    for (int rep = 0; rep < 90; rep++) {
+        const int n = rep < 70 ? rep + 1 : N - 7 * (rep - 70);
+        for (int i = 0; i < n; i++) x[i] = gauss(&s) * (rep % 3 == 0 ? 30.0f : 2.0f);
+        if (rep % 5 == 1) for (int i = 0; i < n; i++) x[i] = x[i] > 0 ? (i & 1 ? -0.0f : 0.0f) : x[i];
+        if (rep % 7 == 2) for (int i = 0; i < n; i++) x[i] = 1.5f;
+        for (int i = n; i < n + 4; i++) x[i] = 7.0f;
+        memcpy(y, x, (size_t)n * sizeof *x);
+        float max = -INFINITY;
+        for (int i = 0; i < n; i++) max = y[i] > max ? y[i] : max;
+        for (int i = 0; i < n; i++) y[i] -= max;
+        const float m = k->sub_max(x, n);
+        badmax += !(m == max);
+        const float inv = 1.0f / (float)(rep + 3);
+        for (int i = 0; i < n; i++) y[i] *= inv;
+        k->scale(x, n, inv);
+        for (int i = 0; i < n; i++) bad += memcmp(&x[i], &y[i], sizeof *x) != 0;
+        for (int i = n; i < n + 4; i++) guard += x[i] != 7.0f;
+    }
+    T_CHECKF(badmax == 0, "%s: sub_max's max differs in %d of 90 rows", k->name, badmax);
+    T_CHECKF(bad == 0, "%s: sub_max + scale differ from the scalar loops in %d values", k->name, bad);
+    T_CHECKF(guard == 0, "%s: sub_max / scale wrote past n (%d)", k->name, guard);
+    free(x); free(y);
+}
+
 /* the soft-cap's tanh: a table's SIMD form (kern.h softcap) gives its portable steps' bits
  * (softcap_ref: kern_softcap_fd on x86, kern_softcap_fdf with glibc aarch64's fused steps on
  * the NEON tables) on a sweep of bit patterns through every binade (both signs, subnormals,
@@ -530,6 +565,7 @@ T_GROUP(kern) {
     for (uint32_t h = 0; h < 65536; h++) tab[h] = (uint16_t)(((h * 2654435761u) >> 16) & 0xfbffu);
     for (int i = 0; i < nk; i++) geglus(ks[i], tab);
     for (int i = 0; i < nk; i++) expsums(ks[i]);
+    for (int i = 0; i < nk; i++) softmax_steps(ks[i]);
     for (int i = 0; i < nk; i++) f16x(ks[i]);
     for (int i = 0; i < nk; i++) softcaps(ks[i]);
     free(tab);

@@ -78,6 +78,11 @@ typedef struct g4_kern {
                                                       * quantize_act[F16]; set with matmul_f16x */
     g4_geglu_fn     geglu;                         /* never NULL (kern_geglu_ref at least) */
     g4_expsum_fn    expsum;                        /* never NULL */
+    /* The softmax's other passes over a row (attention.c attn_softmax), or NULL (its scalar
+     * loops): sub_max subtracts the row's max, max(x[i] > m ? x[i] : m) from -inf, from every
+     * x[i] and returns it; scale: x[i] *= s. The scalar loops' bits (of equal maxima the first: the sign of a zero). */
+    float         (*sub_max)(float *x, int64_t n);
+    void          (*scale)(float *x, int64_t n, float s);
     /* y = c * tanhf(y * (1/c)) with softcap_ref's steps (glibc's fdlibm tanhf: kern_softcap_fd,
      * or kern_softcap_fdf with its aarch64 build's fused steps), or NULL; used only where
      * kern_softcap_check finds the C library's tanhf gives those bits */

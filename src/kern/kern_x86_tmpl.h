@@ -2432,6 +2432,53 @@ static double expsum_x86v(float *x, int64_t n, int64_t cell0) {
 }
 #endif
 
+/* ==== The softmax's max and scale passes (kern.h sub_max, scale) ==== */
+static float sub_max_x86(float *x, int64_t n) {
+    float m = -INFINITY;
+    int64_t i = 0;
+#if defined(KX_F512)
+    if (n >= 16) {
+        __m512 v = _mm512_set1_ps(-INFINITY);
+        for (; i + 16 <= n; i += 16) v = _mm512_max_ps(_mm512_loadu_ps(x + i), v);
+        float l[16];
+        _mm512_storeu_ps(l, v);
+        for (int q = 0; q < 16; q++) m = l[q] > m ? l[q] : m;
+    }
+#else
+    if (n >= 8) {
+        __m256 v = _mm256_set1_ps(-INFINITY);
+        for (; i + 8 <= n; i += 8) v = _mm256_max_ps(_mm256_loadu_ps(x + i), v);
+        float l[8];
+        _mm256_storeu_ps(l, v);
+        for (int q = 0; q < 8; q++) m = l[q] > m ? l[q] : m;
+    }
+#endif
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    /* the scalar loop keeps the first of equal values: a max of zero takes the first zero's sign */
+    if (m == 0.0f)
+        for (i = 0; i < n; i++)
+            if (x[i] == 0.0f) { m = x[i]; break; }
+    i = 0;
+#if defined(KX_F512)
+    const __m512 mz = _mm512_set1_ps(m);
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_sub_ps(_mm512_loadu_ps(x + i), mz));
+#endif
+    const __m256 my = _mm256_set1_ps(m);
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_sub_ps(_mm256_loadu_ps(x + i), my));
+    for (; i < n; i++) x[i] -= m;
+    return m;
+}
+static void scale_x86(float *x, int64_t n, float s) {
+    int64_t i = 0;
+#if defined(KX_F512)
+    const __m512 sz = _mm512_set1_ps(s);
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), sz));
+#endif
+    const __m256 sy = _mm256_set1_ps(s);
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), sy));
+    for (; i < n; i++) x[i] *= s;
+}
+
 /* ==== Table ==== */
 
 /* ==== The soft-cap's tanh: kern_tanhf_fd (kern_tanh.c) on the table's KX_FW lanes ====
@@ -2567,6 +2614,8 @@ static void softcap_x86(float *y, int64_t n, float c) {
     .pick = kern_pick_x86,                                                                  \
     .matmul_vd = { KX_VD_Q2K },                                                             \
     .expsum = KX_EXPSUM,                                                                    \
+    .sub_max = sub_max_x86,                                                                 \
+    .scale = scale_x86,                                                                     \
     .softcap = softcap_x86,                                                                  \
     .softcap_ref = kern_softcap_fd,                                                          \
     .vec_w = KX_VEC_W,                                                                      \
