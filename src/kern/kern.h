@@ -80,7 +80,8 @@ typedef struct g4_kern {
     g4_expsum_fn    expsum;                        /* never NULL */
     /* The softmax's other passes over a row (attention.c attn_softmax), or NULL (its scalar
      * loops): sub_max subtracts the row's max, max(x[i] > m ? x[i] : m) from -inf, from every
-     * x[i] and returns it; scale: x[i] *= s. The scalar loops' bits (of equal maxima the first: the sign of a zero). */
+     * x[i] and returns it; scale: x[i] *= s. The scalar loops' bits (of equal maxima the
+     * first: the sign of a zero). */
     float         (*sub_max)(float *x, int64_t n);
     void          (*scale)(float *x, int64_t n, float s);
     /* y = c * tanhf(y * (1/c)) with softcap_ref's steps (glibc's fdlibm tanhf: kern_softcap_fd,

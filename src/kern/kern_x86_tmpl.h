@@ -115,6 +115,16 @@ KINLINE float red4_shuf(__m128 t0) {
 #define KV_ADD_16 _mm512_add_ps
 #define KV_LDF_8 _mm256_loadu_ps
 #define KV_LDF_16 _mm512_loadu_ps
+#define KV_STF_8 _mm256_storeu_ps
+#define KV_STF_16 _mm512_storeu_ps
+#define KV_SET1_8 _mm256_set1_ps
+#define KV_SET1_16 _mm512_set1_ps
+#define KV_MAX_8 _mm256_max_ps
+#define KV_MAX_16 _mm512_max_ps
+#define KV_SUB_8 _mm256_sub_ps
+#define KV_SUB_16 _mm512_sub_ps
+#define KV_MUL_8 _mm256_mul_ps
+#define KV_MUL_16 _mm512_mul_ps
 #define KV_FOLD_8 fold8
 #define KV_FOLD_16 fold16
 KINLINE __m128 fold8(__m256 v) { return _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); }
@@ -2432,50 +2442,28 @@ static double expsum_x86v(float *x, int64_t n, int64_t cell0) {
 }
 #endif
 
-/* ==== The softmax's max and scale passes (kern.h sub_max, scale) ==== */
+/* ==== The softmax's max and scale passes (kern.h sub_max, scale), in KX_FW lanes ==== */
 static float sub_max_x86(float *x, int64_t n) {
-    float m = -INFINITY;
+    KXV_T v = KXV(SET1)(-INFINITY); /* lane maxima: vmaxps(a, b) is a > b ? a : b, as the scalar loop */
     int64_t i = 0;
-#if defined(KX_F512)
-    if (n >= 16) {
-        __m512 v = _mm512_set1_ps(-INFINITY);
-        for (; i + 16 <= n; i += 16) v = _mm512_max_ps(_mm512_loadu_ps(x + i), v);
-        float l[16];
-        _mm512_storeu_ps(l, v);
-        for (int q = 0; q < 16; q++) m = l[q] > m ? l[q] : m;
-    }
-#else
-    if (n >= 8) {
-        __m256 v = _mm256_set1_ps(-INFINITY);
-        for (; i + 8 <= n; i += 8) v = _mm256_max_ps(_mm256_loadu_ps(x + i), v);
-        float l[8];
-        _mm256_storeu_ps(l, v);
-        for (int q = 0; q < 8; q++) m = l[q] > m ? l[q] : m;
-    }
-#endif
+    for (; i + KX_FW <= n; i += KX_FW) v = KXV(MAX)(KXV(LDF)(x + i), v);
+    float m = -INFINITY, l[KX_FW];
+    KXV(STF)(l, v);
+    for (int q = 0; q < KX_FW; q++) m = l[q] > m ? l[q] : m;
     for (; i < n; i++) m = x[i] > m ? x[i] : m;
     /* the scalar loop keeps the first of equal values: a max of zero takes the first zero's sign */
     if (m == 0.0f)
         for (i = 0; i < n; i++)
             if (x[i] == 0.0f) { m = x[i]; break; }
-    i = 0;
-#if defined(KX_F512)
-    const __m512 mz = _mm512_set1_ps(m);
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_sub_ps(_mm512_loadu_ps(x + i), mz));
-#endif
-    const __m256 my = _mm256_set1_ps(m);
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_sub_ps(_mm256_loadu_ps(x + i), my));
+    const KXV_T mv = KXV(SET1)(m);
+    for (i = 0; i + KX_FW <= n; i += KX_FW) KXV(STF)(x + i, KXV(SUB)(KXV(LDF)(x + i), mv));
     for (; i < n; i++) x[i] -= m;
     return m;
 }
 static void scale_x86(float *x, int64_t n, float s) {
+    const KXV_T sv = KXV(SET1)(s);
     int64_t i = 0;
-#if defined(KX_F512)
-    const __m512 sz = _mm512_set1_ps(s);
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), sz));
-#endif
-    const __m256 sy = _mm256_set1_ps(s);
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), sy));
+    for (; i + KX_FW <= n; i += KX_FW) KXV(STF)(x + i, KXV(MUL)(KXV(LDF)(x + i), sv));
     for (; i < n; i++) x[i] *= s;
 }
 
