@@ -589,7 +589,8 @@ KINLINE __m512i kq_scales_z4(__m512i v) {
  * with the token's activations arranged once per super-block for the four, the rows' scale
  * bytes decoded together (kq_scales_z4), the four imin sums by one vphaddd tree and the four
  * min chains as the lanes of one vector (each lane the scalar fma of its row) */
-KINLINE void dot4_q5_K_z1(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x, int64_t n, float *restrict out) {
+KINLINE void dot4_q5_K_z1(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x, int64_t n, float *restrict out,
+                          const char *pf) {
     const __m128i dup = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
     const __m256i dsel = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
     __m256 acc[4];
@@ -598,6 +599,9 @@ KINLINE void dot4_q5_K_z1(const uint8_t *restrict w, size_t wrb, const uint8_t *
     __m128 summs = _mm_setzero_ps();
     const int64_t nb = n / 256;
     for (int64_t i = 0; i < nb; i++, w += 176) {
+        /* the four rows' share of the stream pf .. (contiguous rows: 4 x 176 bytes per step) */
+        for (int j = 0; j < 4 * 176; j += 64) _mm_prefetch(pf + (size_t)i * 4 * 176 + j, _MM_HINT_T0);
+        _mm_prefetch(pf + (size_t)i * 4 * 176 + 4 * 176 - 1, _MM_HINT_T0);
         const uint8_t *a = x + i * 292;
         __m512i az[4];
         kq_act_z(a + 4, az);
@@ -2175,7 +2179,9 @@ DEF_MM(q5_K)
 #if defined(KX_F512)
 #define dot_q5_K_zm dot_q5_K_z
 DEF_MM(q5_K_zm)
-/* the zmm table's Q5_K: decode by dot4_q5_K_z1 (four rows per pass), else mm_q5_K_zm */
+/* the zmm table's Q5_K: decode by dot4_q5_K_z1 (four rows per pass, the rows B32Z_PF_LEAD
+ * ahead prefetched as it goes: the hardware prefetchers lose the four row streams; Zen 5,
+ * g4-bench-kern -1 -S LM, 1 thread, LM head from DRAM 18-21 -> 24-31 GB/s), else mm_q5_K_zm */
 static void mm_q5_K_z(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes,
                       const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
     if (n_tok != 1) {
@@ -2183,7 +2189,10 @@ static void mm_q5_K_z(float *restrict y, size_t ldy, const uint8_t *restrict w, 
         return;
     }
     int64_t r = row0;
-    for (; r + 4 <= row1; r += 4) dot4_q5_K_z1(w + (size_t)r * w_row_bytes, w_row_bytes, xq, n_in, y + r);
+    for (; r + 4 <= row1; r += 4) {
+        const uint8_t *wr = w + (size_t)r * w_row_bytes;
+        dot4_q5_K_z1(wr, w_row_bytes, xq, n_in, y + r, (const char *)wr + B32Z_PF_LEAD(w_row_bytes));
+    }
     if (r < row1) mm_q5_K_zm(y, ldy, w, w_row_bytes, xq, xq_row_bytes, n_in, r, row1, 1);
 }
 #endif
