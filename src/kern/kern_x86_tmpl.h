@@ -1773,10 +1773,15 @@ KINLINE void hsum2z(__m512 acc, float *out) {
 DEF_DOT2Z_B32(q8_0, 34, dec2z_q8_0)
 DEF_DOT2Z_B32(q5_0, 22, dec2z_q5_0)
 /* ==== One-token decode passes of the zmm Q8_0 / Q5_0 drivers ====
- * Two row pairs (rows w .. w + 3 wrb) per pass: two FMA chains in flight, the token's
- * activations loaded once for both pairs; each pair's lanes, d = dw * da and FMA chain as
- * dot2z_##tname's, so the same bits. Zen 5, g4-bench-kern -E: Q8_0 experts from DRAM 28 ->
- * 32.5 GB/s, in-cache shapes 60 -> 65. Q5_0 takes unsigned codes u = nibble + 16 * fifth bit
+ * Both prefetch the rows' stream B32Z_PF_MIN or more ahead as they go (the hardware
+ * prefetchers lose interleaved row streams). Q8_0 takes one row pair per pass (dot2z_q8_0):
+ * four interleaved row streams read slower from DRAM than two, even prefetched (a plain
+ * read of that pattern on Zen 5, 1 thread: 4 rows 24-36 GB/s, 2 rows 30-40; g4-bench-kern
+ * -1 -S LM, Q8_0 LM head 20.6-22.1 -> 24.5-25.1 GB/s against two pairs per pass, -E experts
+ * within the noise). Q5_0 takes two row pairs (rows w .. w + 3 wrb) per pass: two FMA chains
+ * in flight, the token's activations loaded once for both pairs; each pair's lanes,
+ * d = dw * da and FMA chain as dot2z1_q5_0's, so the same bits (in alternating runs no
+ * slower than one pair per pass). Q5_0 takes unsigned codes u = nibble + 16 * fifth bit
  * (0 .. 31; the fifth bits as a mask register from the two rows' qh) by vpdpbusd from each
  * lane's correction -16 * (its 4 activations' sum), made once per block for all rows
  * (q5_0_corr): the same exact i32 lanes as the sign trick (sum (u - 16) a), without |codes|,
@@ -1789,14 +1794,8 @@ KINLINE __m512i dec2zu_q5_0(const uint8_t *b0, const uint8_t *b1) {
     const __mmask64 hi = (__mmask64)((uint64_t)quant_rd32(b0 + 2) | (uint64_t)quant_rd32(b1 + 2) << 32);
     return _mm512_mask_add_epi8(nib, hi, nib, _mm512_set1_epi8(16));
 }
-/* the i32 lanes of block i of the row pair b0, b1 with the token's activations a (b32z_act):
- * Q8_0 by the sign trick, Q5_0 from the block's lane corrections corr[8 i ..] */
-KINLINE __m512i pair1_q8_0(const uint8_t *b0, const uint8_t *b1, __m512i a, const int32_t *corr, int64_t i) {
-    (void)corr, (void)i;
-    const __m512i s = dec2z_q8_0(b0, b1);
-    a = _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(s), _mm512_setzero_si512(), a);
-    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(s), a);
-}
+/* the i32 lanes of block i of the row pair b0, b1 with the token's activations a (b32z_act),
+ * from the block's lane corrections corr[8 i ..] */
 KINLINE __m512i pair1_q5_0(const uint8_t *b0, const uint8_t *b1, __m512i a, const int32_t *corr, int64_t i) {
     return _mm512_dpbusd_epi32(_mm512_broadcast_i64x4(ld256(corr + 8 * i)), dec2zu_q5_0(b0, b1), a);
 }
@@ -1828,7 +1827,6 @@ KINLINE __m512 dwda2z(const uint8_t *b0, const uint8_t *b1, float da) {
         hsum2z(acc0, out);                                                                            \
         hsum2z(acc1, out + 2);                                                                        \
     }
-DEF_DOT4Z1_B32(q8_0, 34)
 DEF_DOT4Z1_B32(q5_0, 22)
 /* Q5_0's last row pair of a one-token pass (Q8_0 takes dot2z_q8_0's) */
 KINLINE void dot2z1_q5_0(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x, int64_t n,
@@ -1855,31 +1853,32 @@ KINLINE void q5_0_corr(const uint8_t *restrict x, int64_t nb, int32_t *restrict 
  * to cover DRAM latency (Zen 5, Q5_0 704 x 2816 from DRAM: 25 GB/s with the next group) */
 #define B32Z_PF_MIN 8192
 #define B32Z_PF_LEAD(wrb) (4 * (wrb) * ((B32Z_PF_MIN + 4 * (wrb) - 1) / (4 * (wrb))))
-/* the one-token pass's corrections (Q5_0: past the token's scales in da) and its last row pairs
- * (Q8_0: the driver's dot2z loop) */
-#define B32Z_CORR_q8_0 const int32_t *corr = NULL;
-#define B32Z_CORR_q5_0 int32_t *corr = (int32_t *)(void *)(da + KDA_MAX); q5_0_corr(xt, sn, corr);
-#define B32Z_PAIRS1_q8_0
+/* a row pair's stream lead in a one-token pass: B32Z_PF_MIN in whole pairs */
+#define B32Z_PAIR_LEAD(wrb) (2 * (wrb) * ((B32Z_PF_MIN + 2 * (wrb) - 1) / (2 * (wrb))))
+/* Q5_0's one-token pass: its corrections (past the token's scales in da), two row pairs per
+ * pass, then its last row pairs (Q8_0's one-token pass is the driver's dot2z loop) */
+#define B32Z_ROWS1_q8_0
 #define B32Z_PAIRS1_q5_0                                                                              \
     for (; r < row1; r += 2) {                                                                        \
         const int two = r + 1 < row1;                                                                 \
         const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * 22;                            \
-        dot2z1_q5_0(wr, two ? w_row_bytes : 0, xt, sn * 32, o, da, corr, (const char *)wr + 2 * w_row_bytes); \
+        dot2z1_q5_0(wr, two ? w_row_bytes : 0, xt, sn * 32, o, da, corr, (const char *)wr + B32Z_PAIR_LEAD(w_row_bytes)); \
         for (int j = 0; j < 1 + two; j++) {                                                           \
             float *yy = &y[(size_t)t * ldy + (size_t)(r + j)];                                        \
             *yy = s0 ? *yy + o[j] : o[j];                                                             \
         }                                                                                             \
     }
-#define B32Z_ROWS1(tname, wbytes)                                                                     \
+#define B32Z_ROWS1_q5_0                                                                               \
     if (nt == 1) {                                                                                    \
-        B32Z_CORR_##tname                                                                             \
+        int32_t *corr = (int32_t *)(void *)(da + KDA_MAX);                                            \
+        q5_0_corr(xt, sn, corr);                                                                      \
         for (; r + 4 <= row1; r += 4) {                                                               \
-            const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * wbytes;                    \
-            dot4z1_##tname(wr, w_row_bytes, xt, sn * 32, o, da, corr, (const char *)wr + B32Z_PF_LEAD(w_row_bytes)); \
+            const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * 22;                        \
+            dot4z1_q5_0(wr, w_row_bytes, xt, sn * 32, o, da, corr, (const char *)wr + B32Z_PF_LEAD(w_row_bytes)); \
             float *yy = y + (size_t)t * ldy + (size_t)r; /* the group's one token */                 \
             for (int j = 0; j < 4; j++) yy[j] = s0 ? yy[j] + o[j] : o[j];                             \
         }                                                                                             \
-        B32Z_PAIRS1_##tname                                                                           \
+        B32Z_PAIRS1_q5_0                                                                              \
     }
 /* Driver: row pairs (an odd last row is paired with itself) x token groups of <= KZT, the pair
  * in L1 across the groups; segments of <= KDA_MAX blocks as DEF_MM_B32 */
@@ -1898,12 +1897,13 @@ KINLINE void q5_0_corr(const uint8_t *restrict x, int64_t nb, int32_t *restrict 
                 for (int k = 0; k < nt; k++)                                                             \
                     for (int64_t b = 0; b < sn; b++) da[k * KDA_MAX + b] = h2f(xt + k * xq_row_bytes + b * 34); \
                 int64_t r = row0;                                                                        \
-                B32Z_ROWS1(tname, wbytes)                                                                \
+                B32Z_ROWS1_##tname                                                                       \
                 for (; r < row1; r += 2) {                                                               \
                     const int two = r + 1 < row1;                                                        \
                     const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * wbytes;               \
                     const size_t wrb = two ? w_row_bytes : 0;                                            \
-                    const char *pf = (const char *)wr + 2 * w_row_bytes; /* may pass row1: never faults */ \
+                    /* the stream ahead (may pass row1: never faults) */                              \
+                    const char *pf = (const char *)wr + (nt == 1 ? B32Z_PAIR_LEAD(w_row_bytes) : 2 * w_row_bytes); \
                     switch (nt) {                                                                        \
                     case 8: dot2z_##tname(wr, wrb, xt, xq_row_bytes, sn * 32, 8, o, da, pf); break;      \
                     case 7: dot2z_##tname(wr, wrb, xt, xq_row_bytes, sn * 32, 7, o, da, pf); break;      \
