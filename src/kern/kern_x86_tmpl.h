@@ -827,11 +827,16 @@ KINLINE float dot_q6_K_1(const uint8_t *restrict w, const uint8_t *restrict x, i
     return hsum_ps(acc);
 }
 
-/* 6-bit signed scale of group g of a Q3_K block (quant-formats.md 4.2) */
-KINLINE int q3k_scale(const uint8_t *s, int g) {
-    const int low = g < 8 ? (s[g] & 0xF) : (s[g - 8] >> 4);
-    const int high = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
-    return (low | high << 4) - 32;
+/* The 16 6-bit signed scales of a Q3_K block (quant-formats.md 4.2; group g: low nibble of
+ * s[g] for g < 8, else the high nibble of s[g - 8], and bits 2 (g / 4) of s[8 + g % 4] as its
+ * bits 4-5, minus 32) as i8, four groups per 32-bit word (ggml's kmask steps): a handful of
+ * integer ops for all 16, where one group at a time took ~6 each */
+KINLINE __m128i q3k_scales16(const uint8_t *s) {
+    const uint32_t a0 = quant_rd32(s), a1 = quant_rd32(s + 4), a2 = quant_rd32(s + 8);
+    const uint32_t m2 = 0x03030303u, m4 = 0x0f0f0f0fu;
+    const __m128i u = _mm_setr_epi32((int)((a0 & m4) | (a2 & m2) << 4), (int)((a1 & m4) | (a2 >> 2 & m2) << 4),
+                                     (int)((a0 >> 4 & m4) | (a2 >> 4 & m2) << 4), (int)((a1 >> 4 & m4) | (a2 >> 6 & m2) << 4));
+    return _mm_sub_epi8(u, _mm_set1_epi8(32));
 }
 
 /* Q3_K / Q2_K x Q8_K: 2-bit codes of chunk jj (32 elements, groups 2jj and 2jj+1) from
@@ -850,23 +855,23 @@ KINLINE void dot_q23_K(const uint8_t *restrict w, const uint8_t *restrict x, siz
     for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm256_setzero_ps();
     const int64_t nb = n / 256;
     for (int64_t i = 0; i < nb; i++, w += wb) {
-        int8_t sc[16];
+        __m128i sc;
         __m256i mins = _mm256_setzero_si256();
         float dw, dmw = 0;
         const uint8_t *qs;
         if (q3) {
-            for (int g = 0; g < 16; g++) sc[g] = (int8_t)q3k_scale(w + 96, g);
+            sc = q3k_scales16(w + 96);
             dw = h2f(w + 108);
             qs = w + 32;
         } else {
             const __m128i s8 = ld128(w);
-            _mm_storeu_si128((__m128i *)(void *)sc, _mm_and_si128(s8, _mm_set1_epi8(0x0f)));
+            sc = _mm_and_si128(s8, _mm_set1_epi8(0x0f));
             mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(0x0f)));
             dw = h2f(w + 80);
             dmw = h2f(w + 82);
             qs = w + 16;
         }
-        const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(sc));
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc);
         const __m256i sc_lo = _mm256_permute2x128_si256(sc16, sc16, 0x00);
         const __m256i sc_hi = _mm256_permute2x128_si256(sc16, sc16, 0x11);
         __m256i hm = _mm256_setzero_si256();
