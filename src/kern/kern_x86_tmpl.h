@@ -1574,20 +1574,35 @@ DEF_MM_TILE(iq4_xs_p, CALL_IQ4_XS_P)
  * per 256-element super-block (gemv) or per 128-element half (gemm); out = acc - accm.
  * isum: scale x (codes . activations) over the span's 16-element sub-blocks, imin: min x
  * bsum over them. A scalar fmaf per row is the same operation as their one f32 lane. */
-KINLINE void q2k_half(const uint8_t *restrict w, const uint8_t *restrict a, int j, int32_t *isum, int32_t *imin) {
-    const __m256i m3 = _mm256_set1_epi8(3), q = ld256(w + 16 + 32 * j);
-    __m256i acc = _mm256_setzero_si256();
+/* the exact integers of one super-block w and one token's activations a, per 128-element half
+ * h: isum[h] = sum of scale x (codes . activations) over its 16-element groups, imin[h] = sum
+ * of min x bsum over them. The integer steps of dot_q23_K's Q2_K with the two halves in the
+ * two 256-bit halves of a zmm (codes qs[0..32) | qs[32..64)), each reduced on its own. */
+KINLINE void q2k_halves(const uint8_t *restrict w, const uint8_t *restrict a, int32_t isum[2], int32_t imin[2]) {
+    const __m512i m2 = _mm512_set1_epi8(0x03);
+    const __m128i s8 = ld128(w);
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_and_si128(s8, _mm_set1_epi8(0x0f)));
+    /* [groups 0-7 | groups 8-15] as i16, each broadcast over its 256-bit half */
+    const __m512i scz = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_permute2x128_si256(sc16, sc16, 0x00)),
+                                           _mm256_permute2x128_si256(sc16, sc16, 0x11), 1);
+    const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(0x0f)));
+    __m512i q = ld512(w + 16), s = _mm512_setzero_si512();
     KUNROLL
-    for (int l = 0; l < 4; l++) {
-        const __m256i codes = _mm256_and_si256(_mm256_srli_epi16(q, 2 * l), m3);
-        const __m256i p = _mm256_maddubs_epi16(codes, ld256(a + 4 + 128 * j + 32 * l)); /* i16 lane i: elements 2i, 2i+1 */
-        const int s0 = w[8 * j + 2 * l] & 15, s1 = w[8 * j + 2 * l + 1] & 15;
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set_m128i(_mm_set1_epi16((short)s1), _mm_set1_epi16((short)s0))));
+    for (int j = 0; j < 4; j++) {
+        /* chunk j of half 0 (elements 32 j ..) and of half 1 (128 + 32 j ..) */
+        const __m512i av = _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a + 4 + 32 * j)), ld256(a + 132 + 32 * j), 1);
+        const __m512i p16 = _mm512_maddubs_epi16(_mm512_and_si512(q, m2), av);
+        s = _mm512_add_epi32(s, _mm512_madd_epi16(p16, _mm512_shuffle_epi8(scz, _mm512_broadcast_i64x4(ld256(Q6_SEL[j])))));
+        q = _mm512_srli_epi16(q, 2);
     }
-    *isum = hsum_i32(acc);
-    int32_t m = 0;
-    for (int sb = 8 * j; sb < 8 * j + 8; sb++) m += (w[sb] >> 4) * (int32_t)(int16_t)quant_rd16(a + 260 + 2 * sb);
-    *imin = m;
+    isum[0] = hsum_i32(_mm512_castsi512_si256(s));
+    isum[1] = hsum_i32(_mm512_extracti64x4_epi64(s, 1));
+    /* lanes 0-3: groups 0-7 (half 0), lanes 4-7: groups 8-15 */
+    const __m256i mv = _mm256_madd_epi16(ld256(a + 260), mins);
+    __m128i h = _mm_hadd_epi32(_mm256_castsi256_si128(mv), _mm256_extracti128_si256(mv, 1));
+    h = _mm_hadd_epi32(h, h);
+    imin[0] = _mm_cvtsi128_si32(h);
+    imin[1] = _mm_extract_epi32(h, 1);
 }
 KINLINE void dot_q2_K_rp(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n, const int T,
                          float *restrict out, const int gemm) {
@@ -1600,9 +1615,9 @@ KINLINE void dot_q2_K_rp(const uint8_t *restrict w, const uint8_t *restrict x, s
         for (int t = 0; t < T; t++) {
             const uint8_t *a = x + t * xrb + (size_t)b * 292;
             const float da = rdf(a);
-            int32_t i0, m0, i1, m1;
-            q2k_half(w, a, 0, &i0, &m0);
-            q2k_half(w, a, 1, &i1, &m1);
+            int32_t is[2], im[2];
+            q2k_halves(w, a, is, im);
+            const int32_t i0 = is[0], i1 = is[1], m0 = im[0], m1 = im[1];
             if (gemm) {
                 acc[t] = fmaf((float)i0, dw * da, acc[t]);
                 accm[t] = fmaf((float)m0, dmw * da, accm[t]);
