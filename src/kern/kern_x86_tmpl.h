@@ -1872,22 +1872,12 @@ KINLINE void q5_0_corr(const uint8_t *restrict x, int64_t nb, int32_t *restrict 
  * with short rows (the 26B-A4B experts' 704-element down rows) the next group alone is too near
  * to cover DRAM latency (Zen 5, Q5_0 704 x 2816 from DRAM: 25 GB/s with the next group) */
 #define B32Z_PF_MIN 8192
-#define B32Z_PF_LEAD(wrb) (4 * (wrb) * ((B32Z_PF_MIN + 4 * (wrb) - 1) / (4 * (wrb))))
-/* a row pair's stream lead in a one-token pass: B32Z_PF_MIN in whole pairs */
-#define B32Z_PAIR_LEAD(wrb) (2 * (wrb) * ((B32Z_PF_MIN + 2 * (wrb) - 1) / (2 * (wrb))))
+/* the stream lead of a pass over k rows of wrb bytes: B32Z_PF_MIN in whole groups of k rows */
+#define B32Z_LEAD(k, wrb) ((k) * (wrb) * ((B32Z_PF_MIN + (k) * (wrb) - 1) / ((k) * (wrb))))
+#define B32Z_PF_LEAD(wrb) B32Z_LEAD(4, wrb)
 /* Q5_0's one-token pass: its corrections (past the token's scales in da), two row pairs per
  * pass, then its last row pairs (Q8_0's one-token pass is the driver's dot2z loop) */
 #define B32Z_ROWS1_q8_0
-#define B32Z_PAIRS1_q5_0                                                                              \
-    for (; r < row1; r += 2) {                                                                        \
-        const int two = r + 1 < row1;                                                                 \
-        const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * 22;                            \
-        dot2z1_q5_0(wr, two ? w_row_bytes : 0, xt, sn * 32, o, da, corr, (const char *)wr + B32Z_PAIR_LEAD(w_row_bytes)); \
-        for (int j = 0; j < 1 + two; j++) {                                                           \
-            float *yy = &y[(size_t)t * ldy + (size_t)(r + j)];                                        \
-            *yy = s0 ? *yy + o[j] : o[j];                                                             \
-        }                                                                                             \
-    }
 #define B32Z_ROWS1_q5_0                                                                               \
     if (nt == 1) {                                                                                    \
         int32_t *corr = (int32_t *)(void *)(da + KDA_MAX);                                            \
@@ -1898,7 +1888,15 @@ KINLINE void q5_0_corr(const uint8_t *restrict x, int64_t nb, int32_t *restrict 
             float *yy = y + (size_t)t * ldy + (size_t)r; /* the group's one token */                 \
             for (int j = 0; j < 4; j++) yy[j] = s0 ? yy[j] + o[j] : o[j];                             \
         }                                                                                             \
-        B32Z_PAIRS1_q5_0                                                                              \
+        for (; r < row1; r += 2) {                                                                    \
+            const int two = r + 1 < row1;                                                             \
+            const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * 22;                        \
+            dot2z1_q5_0(wr, two ? w_row_bytes : 0, xt, sn * 32, o, da, corr, (const char *)wr + 2 * w_row_bytes); \
+            for (int j = 0; j < 1 + two; j++) {                                                       \
+                float *yy = &y[(size_t)t * ldy + (size_t)(r + j)];                                    \
+                *yy = s0 ? *yy + o[j] : o[j];                                                         \
+            }                                                                                         \
+        }                                                                                             \
     }
 /* Driver: row pairs (an odd last row is paired with itself) x token groups of <= KZT, the pair
  * in L1 across the groups; segments of <= KDA_MAX blocks as DEF_MM_B32 */
@@ -1923,7 +1921,7 @@ KINLINE void q5_0_corr(const uint8_t *restrict x, int64_t nb, int32_t *restrict 
                     const uint8_t *wr = w + (size_t)r * w_row_bytes + (size_t)s0 * wbytes;               \
                     const size_t wrb = two ? w_row_bytes : 0;                                            \
                     /* the stream ahead (may pass row1: never faults) */                              \
-                    const char *pf = (const char *)wr + (nt == 1 ? B32Z_PAIR_LEAD(w_row_bytes) : 2 * w_row_bytes); \
+                    const char *pf = (const char *)wr + (nt == 1 ? B32Z_LEAD(2, w_row_bytes) : 2 * w_row_bytes); \
                     switch (nt) {                                                                        \
                     case 8: dot2z_##tname(wr, wrb, xt, xq_row_bytes, sn * 32, 8, o, da, pf); break;      \
                     case 7: dot2z_##tname(wr, wrb, xt, xq_row_bytes, sn * 32, 7, o, da, pf); break;      \
