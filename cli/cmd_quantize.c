@@ -157,6 +157,7 @@ int cmd_quantize(int argc, char **argv) {
     {
         g4_model_opts mo = {0};
         mo.n_threads = 1;
+        mo.no_repack = 1; /* validation only */
         mo.log = cli_log;
         mo.log_ud = &log_level;
         g4_model *m = NULL;

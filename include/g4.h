@@ -87,6 +87,11 @@ typedef struct g4_model_opts {
     void        *alloc_ud;
     g4_log_fn    log;        /* NULL = silent */
     void        *log_ud;
+    /* 0 = where the kernel set has a faster layout for a weight type (today Q4_K on the zmm
+     * AVX-512 set), the model's matrices of that type are repacked into it at open, in memory
+     * of the same size (the file's pages of them are released); results are unchanged.
+     * 1 = keep every matrix as stored (llama.cpp's --no-repack). $G4_REPACK=0 does the same. */
+    int          no_repack;
 } g4_model_opts;
 
 /* Opens, maps and validates a Gemma 4 GGUF. Every container and model rule is checked here;

@@ -4,6 +4,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 void *g4_libc_alloc(void *ud, void *ptr, size_t old_size, size_t new_size) {
     (void)ud; (void)old_size;
@@ -36,6 +39,17 @@ void *g4_malloc_al64(const g4_allocator *a, size_t n, void **raw) {
     if (!p) return NULL;
     *raw = p;
     return p + ((64 - (uintptr_t)p % 64) % 64);
+}
+
+void g4_want_huge_pages(const g4_allocator *al, void *p, size_t n) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    if (!p || al->fn != g4_libc_alloc) return;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + n) & ~(huge - 1);
+    if (e > a) (void)madvise((void *)a, (size_t)(e - a), MADV_HUGEPAGE);
+#else
+    (void)al; (void)p; (void)n;
+#endif
 }
 
 void g4_free_al64(const g4_allocator *a, void *raw, size_t n) {

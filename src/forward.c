@@ -110,8 +110,12 @@ static void mm_quant_task(void *vctx, int64_t i0, int64_t i1, int thread) {
  * its own (a decode-order row: G4_EVAL_DECODE_ORDER) */
 static g4_matmul_fn mm_pick(const mm_ctx *c, int t) {
     const int64_t col = c->cols[t];
-    return col < 0 ? kern_pick(c->kern, c->w->type, 1, 0, c->w->ne[0], c->w->ne[1], c->flags)
-                   : kern_pick(c->kern, c->w->type, c->N, col, c->w->ne[0], c->w->ne[1], c->flags);
+    const g4_matmul_fn fn = col < 0 ? kern_pick(c->kern, c->w->type, 1, 0, c->w->ne[0], c->w->ne[1], c->flags)
+                                    : kern_pick(c->kern, c->w->type, c->N, col, c->w->ne[0], c->w->ne[1], c->flags);
+    if (!c->w->rq) return fn;
+    /* a repacked Q4_K matrix: the same order from its tiles */
+    G4_ASSERT(fn == c->kern->matmul[G4_TYPE_Q4_K] || fn == c->kern->matmul_grp[G4_TYPE_Q4_K]);
+    return c->kern->matmul_rq[fn != c->kern->matmul[G4_TYPE_Q4_K]];
 }
 
 static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {

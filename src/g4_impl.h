@@ -53,6 +53,11 @@ G4_INTERNAL void  g4_free(const g4_allocator *a, void *p, size_t n); /* NULL-saf
  * *raw is what g4_free_al64 gives back. NULL on failure, n == 0 or overflow. */
 G4_INTERNAL void *g4_malloc_al64(const g4_allocator *a, size_t n, void **raw);
 G4_INTERNAL void  g4_free_al64(const g4_allocator *a, void *raw, size_t n); /* n as given to g4_malloc_al64 */
+/* Large blocks that are streamed or probed at random (the vocabulary's tables, repacked
+ * weights): asks for transparent huge pages where the kernel leaves it to madvise (fewer page
+ * faults and TLB misses), only for memory from the default libc allocator (a caller's
+ * allocator owns its memory policy). Advisory; errors are ignored. */
+G4_INTERNAL void  g4_want_huge_pages(const g4_allocator *al, void *p, size_t n);
 G4_INTERNAL void *g4_libc_alloc(void *ud, void *ptr, size_t old_size, size_t new_size);
 
 /* ==== Model ==== */
@@ -65,6 +70,8 @@ typedef struct g4_tensor {        /* a validated view of one GGUF tensor */
     const uint8_t *data;          /* [ne[1]*ne[2]*ne[3]] rows of row_bytes, in the mapping;
                                    * a 3-D expert tensor holds ne[2] matrices of ne[1] rows,
                                    * expert e at data + e*ne[1]*row_bytes */
+    int            rq;            /* 1 = data is a copy in the kernel table's repacked layout
+                                   * (kern.h repack_q4_K; matmuls take matmul_rq), not the file's */
 } g4_tensor;
 
 typedef struct g4_layer {
@@ -159,6 +166,9 @@ struct g4_model {
     const g4_tensor *per_layer_token_embd; /* [P*L, n_embd_rows], P > 0 */
     const g4_tensor *per_layer_model_proj; /* [n_embd, P*L], P > 0 */
     const g4_tensor *per_layer_proj_norm;  /* [P] f32, P > 0 */
+    uint8_t      *rq_copy;          /* the repacked matrices (g4_tensor.rq), 64-byte aligned */
+    void         *rq_raw;           /* what g4_free_al64 takes */
+    size_t        rq_bytes;
     float        *f32_copy;         /* aligned copies of every f32 vector tensor (norms, scales) */
     size_t        f32_copy_bytes;
     const float     *rope_freqs;    /* [head_dim_full/2] (f32, in the mapping), NULL if no full layer */

@@ -665,6 +665,26 @@ g4_status gguf_open(gguf_file **out, const char *path, int no_mmap, const gguf_a
     return G4_OK;
 }
 
+void gguf_will_read(const gguf_file *f, const void *p, size_t n) {
+    if (!f || f->mapped != 1 || !n) return;
+    const long pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0) return;
+    const uintptr_t a = (uintptr_t)p / (uintptr_t)pg * (uintptr_t)pg;
+#if defined(MADV_POPULATE_READ)
+    if (madvise((void *)a, (uintptr_t)p + n - a, MADV_POPULATE_READ) == 0) return;
+#endif
+    (void)madvise((void *)a, (uintptr_t)p + n - a, MADV_WILLNEED);
+}
+
+void gguf_drop_pages(const gguf_file *f, const void *p, size_t n) {
+    if (!f || f->mapped != 1 || !n) return;
+    const long pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0) return;
+    const uintptr_t a = ((uintptr_t)p + (uintptr_t)pg - 1) / (uintptr_t)pg * (uintptr_t)pg;
+    const uintptr_t e = ((uintptr_t)p + n) / (uintptr_t)pg * (uintptr_t)pg;
+    if (e > a) (void)madvise((void *)a, (size_t)(e - a), MADV_DONTNEED);
+}
+
 void gguf_close(gguf_file *f) {
     if (!f) return;
     if (f->mapped == 1) munmap((void *)(uintptr_t)f->base, (size_t)f->size);

@@ -84,6 +84,14 @@ g4_status gguf_open(gguf_file **out, const char *path, int no_mmap, const gguf_a
 g4_status gguf_open_mem(gguf_file **out, const void *buf, size_t len, const char *name,
                         const gguf_alloc *al, char *err, size_t errlen);
 void      gguf_close(gguf_file *f); /* NULL-safe */
+/* The file's bytes [p, p + n) will not be read again (model.c's repacked copies): where the
+ * file is mapped, its whole pages in that range leave the process's resident set (a later read
+ * would fault them in again from the file). No effect on a read or a caller's buffer. */
+void      gguf_drop_pages(const gguf_file *f, const void *p, size_t n);
+/* The file's bytes [p, p + n) are about to be read once, in order: where the file is mapped,
+ * their pages are mapped in one call (MADV_POPULATE_READ where the kernel has it) rather than
+ * fault by fault. Advisory. */
+void      gguf_will_read(const gguf_file *f, const void *p, size_t n);
 
 const char        *gguf_name(const gguf_file *f);     /* file name used in messages */
 uint32_t           gguf_version(const gguf_file *f);

@@ -560,6 +560,81 @@ static int online_cpus(void) {
     return n < 1 ? 1 : n > 512 ? 512 : (int)n;
 }
 
+/* The matrices the forward pass multiplies (forward_matmul: layers, per-layer embedding
+ * projections, an untied head) that the table can repack: Q4_K, 2-D, whole 16-row tiles.
+ * Embedding tables (row lookups) and expert tensors stay as stored. */
+static int rq_candidate(const g4_model *m, const g4_tensor *t) {
+    return t && t->type == G4_TYPE_Q4_K && t->ne[2] == 1 && t->ne[3] == 1 && t->ne[1] % 16 == 0 && !t->rq &&
+           t != m->token_embd && t != m->per_layer_token_embd;
+}
+
+/* matrix j of the model's repackable ones, or NULL past the last */
+static const g4_tensor *rq_matrix(const g4_model *m, int64_t j) {
+    const int64_t per = 9, nl = m->cfg.n_layer;
+    if (j < per * nl) {
+        const g4_layer *l = &m->layers[j / per];
+        const g4_tensor *ts[9] = { l->attn_q, l->attn_k, l->attn_v, l->attn_output, l->ffn_gate,
+                                   l->ffn_up, l->ffn_down, l->inp_gate, l->proj };
+        return ts[j % per];
+    }
+    j -= per * nl;
+    return j == 0 ? m->output : j == 1 ? m->per_layer_model_proj : NULL;
+}
+#define RQ_END(m) (9 * (int64_t)(m)->cfg.n_layer + 2)
+
+typedef struct rq_job {
+    const g4_kern *k;
+    uint8_t *dst;
+    const uint8_t *src;
+    size_t wrb;
+    int64_t n_in;
+} rq_job;
+
+static void rq_task(void *ctx, int64_t i0, int64_t i1, int thread) { /* tiles [i0, i1) */
+    (void)thread;
+    const rq_job *j = ctx;
+    const size_t off = (size_t)i0 * 16 * j->wrb;
+    j->k->repack_q4_K(j->dst + off, j->src + off, j->wrb, j->n_in, 16 * (i1 - i0));
+}
+
+/* Q4_K matrices into the kernel table's repacked layout (kern.h repack_q4_K), where it has
+ * one and the caller did not opt out; results are the same bits (test_kern: repacked). */
+static g4_status repack_weights(g4_model *m, const g4_model_opts *o, char *err, size_t errlen) {
+    const g4_kern *k = m->kern;
+    const char *env = getenv("G4_REPACK");
+    if (!k->repack_q4_K || o->no_repack || (env && !strcmp(env, "0"))) return G4_OK;
+    uint64_t total = 0;
+    int n = 0;
+    for (int64_t j = 0; j < RQ_END(m); j++) {
+        const g4_tensor *t = rq_matrix(m, j);
+        if (!rq_candidate(m, t)) continue;
+        g4_tensor *mt = &m->tensors[t - m->tensors];
+        mt->rq = 1; /* marks it seen (a tensor bound twice is counted once) */
+        total += (uint64_t)t->row_bytes * (uint64_t)t->ne[1];
+        n++;
+    }
+    if (!n) return G4_OK;
+    m->rq_copy = total <= SIZE_MAX ? g4_malloc_al64(&m->al, (size_t)total, &m->rq_raw) : NULL;
+    if (!m->rq_copy) return g4_errf(G4_ERR_NOMEM, err, errlen, "out of memory repacking %d Q4_K matrices (%llu bytes)", n,
+                                    (unsigned long long)total);
+    m->rq_bytes = (size_t)total;
+    g4_want_huge_pages(&m->al, m->rq_copy, m->rq_bytes);
+    size_t off = 0;
+    for (size_t i = 0; i < m->n_tensors_bound; i++) {
+        g4_tensor *t = &m->tensors[i];
+        if (!t->rq) continue;
+        const size_t bytes = t->row_bytes * (size_t)t->ne[1];
+        gguf_will_read(m->gguf, t->data, bytes);
+        rq_job j = { .k = k, .dst = m->rq_copy + off, .src = t->data, .wrb = t->row_bytes, .n_in = t->ne[0] };
+        pool_for(m->pool, t->ne[1] / 16, 64, rq_task, &j);
+        gguf_drop_pages(m->gguf, t->data, bytes);
+        t->data = m->rq_copy + off;
+        off += bytes;
+    }
+    g4_log(m, G4_LOG_INFO, "repacked %d Q4_K matrices (%.1f MiB) for the %s kernels", n, (double)total / 1048576.0, k->name);
+    return G4_OK;
+}
+
 static g4_status open_impl(g4_model *m, const char *path, const void *buf, size_t len, const g4_model_opts *o,
                            char *err, size_t errlen) {
     g4_status st;
@@ -653,7 +728,7 @@ static g4_status open_impl(g4_model *m, const char *path, const void *buf, size_
     forward_gelu_table(m->gelu_f16);
     m->softcap = m->kern->softcap && m->cfg.softcap > 0.0f && kern_softcap_check(m->kern->softcap, m->cfg.softcap)
                      ? m->kern->softcap : forward_softcap;
-    return G4_OK;
+    return repack_weights(m, o, err, errlen);
 }
 
 static g4_status model_open(g4_model **out, const char *path, const void *buf, size_t len, const g4_model_opts *opts,
@@ -706,6 +781,7 @@ void g4_model_close(g4_model *m) {
     if (m->layers) g4_free(&al, m->layers, sizeof *m->layers * (size_t)m->cfg.n_layer);
     if (m->tensors) g4_free(&al, m->tensors, sizeof *m->tensors * (gguf_n_tensors(m->gguf) ? gguf_n_tensors(m->gguf) : 1));
     g4_free(&al, m->f32_copy, m->f32_copy_bytes);
+    if (m->rq_raw) g4_free_al64(&al, m->rq_raw, m->rq_bytes);
     gguf_close(m->gguf);
     if (m->path) g4_free(&al, m->path, strlen(m->path) + 1);
     g4_free(&al, m, sizeof *m);

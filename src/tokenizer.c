@@ -127,28 +127,15 @@ static int32_t tab_put(g4_vocab *v, tok_slot *tab, uint32_t mask, int32_t id, ui
 
 /* The two big tables (8 MiB text -> id, 16 MiB merges for the real vocabulary) are probed at
  * random while loading and encoding; with 4 KiB pages nearly every probe is also a TLB miss,
- * and the ~30 MiB block holding them (zeroed_block) would take ~7000 page faults. Ask for
- * transparent huge pages where the kernel leaves it to madvise, only for memory from the
- * default libc allocator: a caller's allocator owns its memory policy. Advisory; errors are
- * ignored. */
-static void want_huge_pages(const g4_allocator *al, void *p, size_t n) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    if (!p || al->fn != g4_libc_alloc) return;
-    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + n) & ~(huge - 1);
-    if (e > a) (void)madvise((void *)a, (size_t)(e - a), MADV_HUGEPAGE);
-#else
-    (void)al; (void)p; (void)n;
-#endif
-}
-
+ * and the ~30 MiB block holding them (zeroed_block) would take ~7000 page faults: huge pages
+ * are asked for (g4_want_huge_pages). */
 /* Zeroed memory for the vocabulary's big arrays, in one block. From the default libc
  * allocator it comes from calloc, which skips clearing fresh pages, with huge pages asked
  * for (above); a caller's allocator gets g4_calloc. */
 static void *zeroed_block(const g4_allocator *al, size_t n) {
     if (al->fn != g4_libc_alloc) return g4_calloc(al, 1, n);
     void *p = calloc(1, n);
-    want_huge_pages(al, p, n);
+    g4_want_huge_pages(al, p, n);
     return p;
 }
 

@@ -322,6 +322,20 @@ static void bench_batched(const g4_kern *k, int reps, const char *types) {
             if (nt == 1) one = ns;
             printf("  n_tok %d%s %6.2f ns (%3.0f%%)", nt, grp ? "g" : " ", ns, 100.0 * ns / one);
         }
+        /* Q4_K stored repacked at open (kern.h repack_q4_K): the same orders from the tiles */
+        if (BT[ti] == G4_TYPE_Q4_K && k->repack_q4_K) {
+            uint8_t *wp = aligned_alloc(64, (bytes + 63) / 64 * 64);
+            k->repack_q4_K(wp, w, quant_row_bytes(BT[ti], n_in), n_in, n_out);
+            printf("\n%-6s", "  rq");
+            for (int nt = 1; nt <= 8; nt *= 2) {
+                const int grp = kern_pick(k, BT[ti], nt, 0, n_in, n_out, 0) != k->matmul[BT[ti]];
+                double b;
+                time_matmul_g(k, NULL, BT[ti], wp, n_in, n_out, nt, reps, n_out, &b, k->matmul_rq[grp]);
+                const double ns = b * 1e9 / (double)n_out / nt;
+                printf("  n_tok %d%s %6.2f ns (%3.0f%%)", nt, grp ? "g" : " ", ns, 100.0 * ns / one);
+            }
+            free(wp);
+        }
         /* the same tokens in decode order (each token the one-token kernel's bits: what
          * G4_EVAL_DECODE_ORDER, i.e. speculative verification, runs) where that is another kernel */
         if (kern_pick(k, BT[ti], 8, 0, n_in, n_out, 0) != k->matmul[BT[ti]]) {

@@ -61,6 +61,15 @@ typedef struct g4_kern {
      * llama.cpp repacks it when n_out % 8 == 0: its vec_dot order, for the other weights
      * (NULL = no such type; today Q2_K on the AVX-512 table) */
     g4_matmul_fn    matmul_vd[G4_TYPE_COUNT];
+    /* Q4_K matrices stored repacked (model.c repacks them at open where a table has this):
+     * repack_q4_K turns the n_out rows (n_out % 16 == 0) of an n_in-wide Q4_K matrix at src
+     * (row bytes wrb) into the table's 16-row tiles at dst, in the same bytes (tile j where
+     * rows 16j .. 16j + 15 were); matmul_rq[0] / [1] then give, from dst, the bits matmul[Q4_K]
+     * / matmul_grp[Q4_K] give from src, for any rows [row0, row1). NULL = none (every table
+     * but the zmm AVX-512 ones: kern_x86_rq4k.h). */
+    void          (*repack_q4_K)(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in,
+                                 int64_t n_out);
+    g4_matmul_fn    matmul_rq[2];
     g4_quant_act_fn quantize_act[G4_TYPE_COUNT];   /* by dot type: F32, F16, BF16, Q8_0, Q8_1, Q8_K */
     /* Q8_0/Q8_1 activation scale: 0 = x86 SIMD convention (id = 127/amax), 1 = llama.cpp's
      * arm64 build (id = 1/(amax/127)); both round half to even (quant_ref.h) */

@@ -25,7 +25,9 @@
 #define RQ_PF 2    /* chunks of weights prefetched ahead */
 #define RQ_TB 128  /* tokens per block: each chunk is repacked once per block (16 KB of state) */
 #define RQ_TG 8    /* tokens per pass: 8 vpdpbusd chains cover its latency at 2 per cycle */
+#ifndef RQ_MIN
 #define RQ_MIN 24  /* fewer tokens: mm_q4_K_grp_zt */
+#endif
 
 typedef struct rq4k_sb {        /* one super-block of 16 rows, repacked (lane r = row r) */
     float d[16], dm[16];        /* the rows' d and dmin as f32 */
@@ -238,4 +240,177 @@ static void mm_q4_K_grp_z(float *restrict y, size_t ldy, const uint8_t *restrict
             }
         }
     }
+}
+
+/* ---- Q4_K weights stored repacked at open (kern.h: repack_q4_K, matmul_rq) ----
+ * mm_q4_K_grp_z above repacks 16 rows on every call, which costs as much as its dots when a
+ * call has few tokens (batched decode, speculative verification: 2 .. 23 columns). Here the
+ * model's Q4_K matrices are repacked once, at open, into 16-row tiles in the same bytes (tile j
+ * = rows 16j .. 16j + 15 where those rows were; the tensor's size and every row tile's offset
+ * stay), so a pass reads one contiguous stream and its dots run as rq4k_run's, lane r = row r.
+ * One super-block of a tile, RQ16_SB = 16 x 144 bytes (the 16 rows' own bytes, moved):
+ *   [0, 32)      the rows' d (f16), row r at 2r
+ *   [32, 64)     their dmin
+ *   [64, 256)    their 12 scale bytes as 3 dwords: dword c of row r at 64 + 64c + 4r
+ *   [256, 2304)  codes: 64 bytes per (pair k, group g), k 0..3, g 0..7, at 256 + 64 (8k + g):
+ *                row r's qs bytes 32k + 4g .. 32k + 4g + 3 at 4r (low nibbles: sub-block 2k,
+ *                high nibbles: 2k + 1)
+ * Both orders are the row-major kernels' float steps (tile_q4_K_z): grp = 0 the gemv (per
+ * super-block acc = fma(isum, dw * da, acc), accm = fma(imin, dmin * da, accm)), grp = 1 the
+ * 4-column gemm (the same per pair of sub-blocks); y = acc - accm. */
+#define RQ16_SB 2304
+#define RQ16_PF (4 * RQ16_SB) /* prefetch lead of the first token group's pass */
+#define RQ16_TG 4 /* tokens per pass (8 measured slower on Zen 5: 9.2 against 7.0 ns per row and token) */
+
+/* rows 0 .. 15 of src (row bytes wrb, nb super-blocks each) -> one tile at dst: each 64-byte
+ * half of the codes by rq_tr16 (lane r = row r), d / dmin / scale dwords a row at a time */
+static void rq16_repack_tile(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++) {
+        uint8_t *o = dst + (size_t)i * RQ16_SB;
+        uint32_t hd[16], sc[3][16];
+        for (int r = 0; r < 16; r++) {
+            const uint8_t *b = src + (size_t)r * wrb + (size_t)i * 144;
+            memcpy(&hd[r], b, 4);
+            memcpy(&sc[0][r], b + 4, 4), memcpy(&sc[1][r], b + 8, 4), memcpy(&sc[2][r], b + 12, 4);
+        }
+        for (int r = 0; r < 16; r++) memcpy(o + 2 * r, &hd[r], 2), memcpy(o + 32 + 2 * r, (const uint8_t *)&hd[r] + 2, 2);
+        memcpy(o + 64, sc, sizeof sc);
+        KUNROLL
+        for (int c = 0; c < 2; c++) { /* qs bytes 64c .. 64c + 63: dword j = pair 2c + j / 8, group j % 8 */
+            __m512i R[16], T[16];
+            KUNROLL
+            for (int r = 0; r < 16; r++) R[r] = ld512(src + (size_t)r * wrb + (size_t)i * 144 + 16 + 64 * c);
+            rq_tr16(R, T);
+            KUNROLL
+            for (int j = 0; j < 16; j++) _mm512_storeu_si512(o + 256 + 64 * (16 * c + j), T[j]);
+        }
+    }
+}
+
+/* the n_out rows (a multiple of 16) of a Q4_K matrix at src -> dst, tile by tile */
+static void rq16_repack(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in, int64_t n_out) {
+    for (int64_t r = 0; r + 16 <= n_out; r += 16)
+        rq16_repack_tile(dst + (size_t)r * wrb, src + (size_t)r * wrb, wrb, n_in / 256);
+}
+
+/* ns repacked super-blocks at p (i0 .. of the rows) x T tokens (x: token 0's Q8_K row, xrb
+ * apart); st[t]: token t's acc / accm lanes, carried over calls; pf: prefetch RQ16_PF ahead */
+KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict x, size_t xrb, int64_t i0,
+                      const int T, const int grp, float (*restrict st)[2][16], const int pf) {
+    const __m512i zero = _mm512_setzero_si512(), m4 = _mm512_set1_epi8(0x0f), ff = _mm512_set1_epi32(0xff);
+    const __m512i k1 = _mm512_set1_epi32(0x3f3f3f3f), k2 = _mm512_set1_epi32(0x0f0f0f0f), k3 = _mm512_set1_epi32(0x03030303);
+    const __m512i mlo = _mm512_broadcast_i32x4(_mm_setr_epi8(0, -1, 1, -1, 4, -1, 5, -1, 8, -1, 9, -1, 12, -1, 13, -1));
+    const __m512i mhi = _mm512_broadcast_i32x4(_mm_setr_epi8(2, -1, 3, -1, 6, -1, 7, -1, 10, -1, 11, -1, 14, -1, 15, -1));
+    for (int j = 0; j < ns; j++, p += RQ16_SB) {
+        if (pf)
+            for (int o = 0; o < RQ16_SB; o += 64) _mm_prefetch((const char *)p + RQ16_PF + o, _MM_HINT_T0);
+        const uint8_t *xb = x + (size_t)(i0 + j) * 292;
+        /* the scale and min bytes of 16 rows at once (ggml's kmask steps, per dword lane) */
+        const __m512i U0 = ld512(p + 64), U1 = ld512(p + 128), U2 = ld512(p + 192);
+        const __m512i S0 = _mm512_and_si512(U0, k1);
+        const __m512i S1 = _mm512_or_si512(_mm512_and_si512(U2, k2), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(U0, 6), k3), 4));
+        const __m512i M0 = _mm512_and_si512(U1, k1);
+        const __m512i M1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(U2, 4), k2),
+                                           _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(U1, 6), k3), 4));
+        const __m512 d = _mm512_cvtph_ps(ld256(p)), dm = _mm512_cvtph_ps(ld256(p + 32));
+        int32_t bsw[RQ16_TG][4];
+        float dat[RQ16_TG];
+        const uint8_t *xt[RQ16_TG];
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            q4k_bsw(xb + t * xrb, bsw[t], &dat[t]);
+            xt[t] = xb + t * xrb + 4;
+        }
+        __m512i I[RQ16_TG], M[RQ16_TG]; /* gemv: the super-block's isum, imin */
+        KUNROLL
+        for (int k = 0; k < 4; k++) {
+            const __m512i S = k < 2 ? S0 : S1;
+            const __m512i sa = _mm512_and_si512(_mm512_srli_epi32(S, 16 * (k & 1)), ff);
+            const __m512i sb = _mm512_and_si512(_mm512_srli_epi32(S, 16 * (k & 1) + 8), ff);
+            const __m512i mn = _mm512_shuffle_epi8(k < 2 ? M0 : M1, (k & 1) ? mhi : mlo);
+            __m512i D0[RQ16_TG], D1[RQ16_TG], E0[RQ16_TG], E1[RQ16_TG];
+            KUNROLL
+            for (int t = 0; t < T; t++) D0[t] = D1[t] = E0[t] = E1[t] = zero;
+            KUNROLL
+            for (int g = 0; g < 8; g++) {
+                const __m512i P = ld512(p + 256 + 64 * (8 * k + g));
+                const __m512i lo = _mm512_and_si512(P, m4), hi = _mm512_and_si512(_mm512_srli_epi16(P, 4), m4);
+                KUNROLL
+                for (int t = 0; t < T; t++) {
+                    const uint8_t *a = xt[t] + 64 * k + 4 * g;
+                    /* two chains per sub-block when there are too few tokens to hide vpdpbusd's latency */
+                    if (T <= 4 && (g & 1)) E0[t] = rq_dp(E0[t], lo, a), E1[t] = rq_dp(E1[t], hi, a + 32);
+                    else D0[t] = rq_dp(D0[t], lo, a), D1[t] = rq_dp(D1[t], hi, a + 32);
+                }
+            }
+            KUNROLL
+            for (int t = 0; t < T; t++) {
+                const __m512i x0 = T <= 4 ? _mm512_add_epi32(D0[t], E0[t]) : D0[t];
+                const __m512i x1 = T <= 4 ? _mm512_add_epi32(D1[t], E1[t]) : D1[t];
+                const __m512i is = _mm512_add_epi32(_mm512_mullo_epi32(x0, sa), _mm512_mullo_epi32(x1, sb));
+                const __m512i im = _mm512_madd_epi16(mn, _mm512_set1_epi32(bsw[t][k]));
+                if (grp) {
+                    const __m512 da = _mm512_set1_ps(dat[t]);
+                    _mm512_store_ps(st[t][0], _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_mul_ps(d, da), _mm512_load_ps(st[t][0])));
+                    _mm512_store_ps(st[t][1], _mm512_fmadd_ps(_mm512_cvtepi32_ps(im), _mm512_mul_ps(dm, da), _mm512_load_ps(st[t][1])));
+                } else {
+                    I[t] = k ? _mm512_add_epi32(I[t], is) : is;
+                    M[t] = k ? _mm512_add_epi32(M[t], im) : im;
+                }
+            }
+        }
+        if (!grp)
+            KUNROLL
+            for (int t = 0; t < T; t++) {
+                const __m512 da = _mm512_set1_ps(dat[t]);
+                _mm512_store_ps(st[t][0], _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[t]), _mm512_mul_ps(d, da), _mm512_load_ps(st[t][0])));
+                _mm512_store_ps(st[t][1], _mm512_fmadd_ps(_mm512_cvtepi32_ps(M[t]), _mm512_mul_ps(dm, da), _mm512_load_ps(st[t][1])));
+            }
+    }
+}
+
+/* the Q4_K matmul over repacked tiles (kern.h contract; w as rq16_repack left it). Rows
+ * row0 .. row1 - 1 may cut tiles: a cut tile is computed whole and its rows in range stored. */
+KINLINE void mm_q4_K_rq(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes,
+                        const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1,
+                        int n_tok, const int grp) {
+    const uint8_t *x = xq;
+    const int64_t nb = n_in / 256;
+    _Alignas(64) float st[RQ_TB][2][16];
+    for (int64_t rt = row0 & ~(int64_t)15; rt < row1; rt += 16) {
+        const uint8_t *tile = w + (size_t)rt * w_row_bytes;
+        const int64_t r0 = rt < row0 ? row0 : rt, r1 = rt + 16 < row1 ? rt + 16 : row1;
+        for (int tb = 0; tb < n_tok; tb += RQ_TB) {
+            const int ntb = n_tok - tb < RQ_TB ? n_tok - tb : RQ_TB;
+            memset(st, 0, (size_t)ntb * sizeof st[0]);
+            const uint8_t *xt = x + (size_t)tb * xq_row_bytes;
+            for (int64_t i0 = 0; i0 < nb; i0 += RQ_SBC) {
+                const int ns = nb - i0 < RQ_SBC ? (int)(nb - i0) : RQ_SBC;
+                const uint8_t *p = tile + (size_t)i0 * RQ16_SB;
+                for (int t = 0; t < ntb; t += RQ16_TG) {
+                    const uint8_t *xg = xt + (size_t)t * xq_row_bytes;
+                    const int pf = tb == 0 && t == 0;
+                    switch (ntb - t < RQ16_TG ? ntb - t : RQ16_TG) {
+                    case 4: rq16_run(p, ns, xg, xq_row_bytes, i0, 4, grp, st + t, pf); break;
+                    case 3: rq16_run(p, ns, xg, xq_row_bytes, i0, 3, grp, st + t, pf); break;
+                    case 2: rq16_run(p, ns, xg, xq_row_bytes, i0, 2, grp, st + t, pf); break;
+                    default: rq16_run(p, ns, xg, xq_row_bytes, i0, 1, grp, st + t, pf); break;
+                    }
+                }
+            }
+            for (int t = 0; t < ntb; t++) {
+                float v[16];
+                _mm512_storeu_ps(v, _mm512_sub_ps(_mm512_load_ps(st[t][0]), _mm512_load_ps(st[t][1])));
+                memcpy(y + (size_t)(tb + t) * ldy + (size_t)r0, v + (r0 - rt), (size_t)(r1 - r0) * sizeof(float));
+            }
+        }
+    }
+}
+static void mm_q4_K_rq1_z(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes,
+                          const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
+    mm_q4_K_rq(y, ldy, w, w_row_bytes, xq, xq_row_bytes, n_in, row0, row1, n_tok, 0);
+}
+static void mm_q4_K_rqg_z(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes,
+                          const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
+    mm_q4_K_rq(y, ldy, w, w_row_bytes, xq, xq_row_bytes, n_in, row0, row1, n_tok, 1);
 }

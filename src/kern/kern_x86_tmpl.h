@@ -2623,6 +2623,11 @@ static void softcap_x86(float *y, int64_t n, float c) {
 #define KX_EXPSUM expsum_x86v
 #define KX_VEC_W 8
 #endif
+/* Q4_K stored repacked: the zmm tables only (kern_x86_rq4k.h) */
+#define KX_RQ_REPACK NULL
+#define mm_q4_K_rq1 NULL
+#define mm_q4_K_rqg NULL
+#define KX_RQ_REPACK_z rq16_repack
 #define KX_TABLE(MM_BF16, MM_BF16_GRP, TB_K_BF16, Z) {                                      \
     .name = KX_NAME,                                                                        \
     .geglu = geglu_x86,                                                                     \
@@ -2650,6 +2655,7 @@ static void softcap_x86(float *y, int64_t n, float c) {
         [G4_TYPE_Q8_0] = act_q8_0, [G4_TYPE_Q8_1] = act_q8_1, [G4_TYPE_Q8_K] = act_q8_K,    \
     },                                                                                      \
     .matmul_f16x = { mmx_f16, mmx_f16_tb },                                                 \
+    .repack_q4_K = KX_RQ_REPACK##Z, .matmul_rq = { mm_q4_K_rq1##Z, mm_q4_K_rqg##Z },         \
     .round_f16 = round_f16_x86,                                                             \
     .tb_k_bf16 = TB_K_BF16,                                                                 \
 }
