@@ -561,26 +561,28 @@ static int online_cpus(void) {
 }
 
 /* The matrices the forward pass multiplies (forward_matmul: layers, per-layer embedding
- * projections, an untied head) that the table can repack: Q4_K, 2-D, whole 16-row tiles.
- * Embedding tables (row lookups) and expert tensors stay as stored. */
+ * projections, an untied head; moe.c: the experts, each a whole number of tiles) that the
+ * table can repack: Q4_K in 16-row tiles. Embedding tables (row lookups) stay as stored. */
 static int rq_candidate(const g4_model *m, const g4_tensor *t) {
-    return t && t->type == G4_TYPE_Q4_K && t->ne[2] == 1 && t->ne[3] == 1 && t->ne[1] % 16 == 0 && !t->rq &&
-           t != m->token_embd && t != m->per_layer_token_embd;
+    return t && t->type == G4_TYPE_Q4_K && t->ne[3] == 1 && t->ne[1] % 16 == 0 && !t->rq && t != m->token_embd &&
+           t != m->per_layer_token_embd;
 }
 
+#define RQ_PER 13 /* matrices per layer */
 /* matrix j of the model's repackable ones, or NULL past the last */
 static const g4_tensor *rq_matrix(const g4_model *m, int64_t j) {
-    const int64_t per = 9, nl = m->cfg.n_layer;
-    if (j < per * nl) {
-        const g4_layer *l = &m->layers[j / per];
-        const g4_tensor *ts[9] = { l->attn_q, l->attn_k, l->attn_v, l->attn_output, l->ffn_gate,
-                                   l->ffn_up, l->ffn_down, l->inp_gate, l->proj };
-        return ts[j % per];
+    const int64_t nl = m->cfg.n_layer;
+    if (j < RQ_PER * nl) {
+        const g4_layer *l = &m->layers[j / RQ_PER];
+        const g4_tensor *ts[RQ_PER] = { l->attn_q, l->attn_k, l->attn_v, l->attn_output, l->ffn_gate, l->ffn_up,
+                                        l->ffn_down, l->inp_gate, l->proj, l->ffn_gate_up_exps, l->ffn_gate_exps,
+                                        l->ffn_up_exps, l->ffn_down_exps };
+        return ts[j % RQ_PER];
     }
-    j -= per * nl;
+    j -= RQ_PER * nl;
     return j == 0 ? m->output : j == 1 ? m->per_layer_model_proj : NULL;
 }
-#define RQ_END(m) (9 * (int64_t)(m)->cfg.n_layer + 2)
+#define RQ_END(m) (RQ_PER * (int64_t)(m)->cfg.n_layer + 2)
 
 typedef struct rq_job {
     const g4_kern *k;
@@ -610,7 +612,7 @@ static g4_status repack_weights(g4_model *m, const g4_model_opts *o, char *err, 
         if (!rq_candidate(m, t)) continue;
         g4_tensor *mt = &m->tensors[t - m->tensors];
         mt->rq = 1; /* marks it seen (a tensor bound twice is counted once) */
-        total += (uint64_t)t->row_bytes * (uint64_t)t->ne[1];
+        total += (uint64_t)t->row_bytes * (uint64_t)(t->ne[1] * t->ne[2]);
         n++;
     }
     if (!n) return G4_OK;
@@ -623,10 +625,11 @@ static g4_status repack_weights(g4_model *m, const g4_model_opts *o, char *err, 
     for (size_t i = 0; i < m->n_tensors_bound; i++) {
         g4_tensor *t = &m->tensors[i];
         if (!t->rq) continue;
-        const size_t bytes = t->row_bytes * (size_t)t->ne[1];
+        const int64_t rows = t->ne[1] * t->ne[2]; /* experts: ne[2] matrices of whole tiles */
+        const size_t bytes = t->row_bytes * (size_t)rows;
         gguf_will_read(m->gguf, t->data, bytes);
         rq_job j = { .k = k, .dst = m->rq_copy + off, .src = t->data, .wrb = t->row_bytes, .n_in = t->ne[0] };
-        pool_for(m->pool, t->ne[1] / 16, 64, rq_task, &j);
+        pool_for(m->pool, rows / 16, 64, rq_task, &j);
         gguf_drop_pages(m->gguf, t->data, bytes);
         t->data = m->rq_copy + off;
         off += bytes;

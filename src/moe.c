@@ -177,7 +177,7 @@ static void stage_task(void *vc, int64_t i0, int64_t i1, int thread) {
         const int64_t it1 = e_end < i1 ? e_end : i1;
         const int64_t r0 = (it - e->item0) * MOE_ROWS;
         const int64_t r1 = (it1 - e->item0) * MOE_ROWS < e->n_rows ? (it1 - e->item0) * MOE_ROWS : e->n_rows;
-        const g4_matmul_fn fn = e->grp ? k->matmul_grp[e->type] : k->matmul[e->type];
+        const g4_matmul_fn fn = e->rq ? k->matmul_rq[0] : e->grp ? k->matmul_grp[e->type] : k->matmul[e->type];
         fn(e->y, e->ldy, e->w, e->w_rb, e->xq, e->xq_rb, e->n_in, r0, r1, e->n_tok);
         if (e->scale != 1.0f) /* ref: build_lora_mm_id: ggml_mul(mul_mat_id, scale[e]) */
             for (int t = 0; t < e->n_tok; t++) {
@@ -252,7 +252,7 @@ static moe_entry entry(const g4_kern *k, const g4_tensor *w, int e, const uint8_
     moe_entry r = {
         .w = w->data + (size_t)e * (size_t)w->ne[1] * w->row_bytes, .w_rb = w->row_bytes, .xq = xq, .xq_rb = xq_rb,
         .y = y, .ldy = ldy, .n_in = w->ne[0], .n_rows = w->ne[1], .type = w->type, .n_tok = n_tok,
-        .grp = use_grp(k, w, n_tok), .scale = scale ? fv(scale)[e] : 1.0f,
+        .grp = use_grp(k, w, n_tok), .rq = w->rq, .scale = scale ? fv(scale)[e] : 1.0f,
     };
     return r;
 }
