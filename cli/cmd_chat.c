@@ -33,6 +33,7 @@ static void usage(FILE *out) {
             "  -n, --n-predict N      most tokens per answer (default -1: until end of turn)\n"
             "  -c, --ctx-size N       context size (default min(model context, 4096))\n"
             "  -t, --threads N        threads (default: online CPUs)\n"
+            "  --no-repack            keep weights as stored (no repacked Q4_K at open; llama.cpp's -nr)\n"
             "  -s, --seed N           sampler seed (default: time)\n"
             "  --temp X, --top-k N, --top-p X, --min-p X, --repeat-penalty X, --repeat-last-n N\n"
             "                         sampling (defaults from the model file, as g4 run)\n"
@@ -46,7 +47,7 @@ static void on_sigint(int sig) { (void)sig; g_chat_interrupted = 1; }
 
 typedef struct chat_opts {
     const char *model, *system, *prompt;
-    int think, verbose;
+    int think, verbose, no_repack;
     long n_predict, n_ctx, threads;
     cli_samp samp;
     cli_spec spec;
@@ -69,6 +70,7 @@ static int parse_args(int argc, char **argv, chat_opts *o) {
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { NEED(); if (!cli_int(a, v, -1, INT32_MAX, &o->n_predict)) return 0; }
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { NEED(); if (!cli_int(a, v, 0, INT32_MAX, &o->n_ctx)) return 0; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { NEED(); if (!cli_int(a, v, 0, 512, &o->threads)) return 0; }
+        else if (!strcmp(a, "--no-repack") || !strcmp(a, "-nr")) o->no_repack = 1;
         else if ((r = cli_samp_arg(&o->samp, "chat", argc, argv, &i, 1e-6, 1 << 20)) != 0) { if (r < 0) return 0; }
         else if ((r = cli_spec_arg(&o->spec, "chat", argc, argv, &i)) != 0) { if (r < 0) return 0; }
         else { fprintf(stderr, "g4 chat: unknown option '%s'\n", a); return 0; }
@@ -150,6 +152,7 @@ int cmd_chat(int argc, char **argv) {
     g4_model_opts mo;
     memset(&mo, 0, sizeof mo);
     mo.n_threads = (int)o.threads;
+    mo.no_repack = o.no_repack;
     mo.log = cli_log;
     mo.log_ud = &log_level;
     g4_status st = g4_model_open(&m, o.model, &mo, err, sizeof err);

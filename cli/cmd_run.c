@@ -35,6 +35,7 @@ static void usage(FILE *out) {
             "  --ubatch N             prompt chunk size (default 128)\n"
             "  --cache-type T         KV cache type: f16 (default), f32, q8_0\n"
             "  -t, --threads N        threads (default: online CPUs)\n"
+            "  --no-repack            keep weights as stored (no repacked Q4_K at open; llama.cpp's -nr)\n"
             "  -s, --seed N           sampler seed (default: time)\n"
             "  --temp X               temperature (0 = greedy)\n"
             "  --top-k N, --top-p X, --min-p X, --repeat-penalty X, --repeat-last-n N\n"
@@ -112,7 +113,7 @@ static int write_logits(const char *path, const float *logits, int32_t n) {
 
 typedef struct run_opts {
     const char *model, *prompt, *file, *dump, *cache, *pcache;
-    int ids, verbose, ignore_eos, pcache_ro, expert_stats;
+    int ids, verbose, ignore_eos, pcache_ro, expert_stats, no_repack;
     long n_predict, n_ctx, n_ubatch, threads;
     cli_samp samp;
     cli_spec spec;
@@ -143,6 +144,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { NEED(); if (!cli_int(a, v, 0, INT32_MAX, &o->n_ctx)) return 0; }
         else if (!strcmp(a, "--ubatch") || !strcmp(a, "-ub")) { NEED(); if (!cli_int(a, v, 1, 1 << 20, &o->n_ubatch)) return 0; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { NEED(); if (!cli_int(a, v, 0, 512, &o->threads)) return 0; }
+        else if (!strcmp(a, "--no-repack") || !strcmp(a, "-nr")) o->no_repack = 1;
         else if ((r = cli_samp_arg(&o->samp, "run", argc, argv, &i, 0, INT32_MAX)) != 0) { if (r < 0) return 0; }
         else if ((r = cli_spec_arg(&o->spec, "run", argc, argv, &i)) != 0) { if (r < 0) return 0; }
         else { fprintf(stderr, "g4 run: unknown option '%s'\n", a); return 0; }
@@ -226,6 +228,7 @@ int cmd_run(int argc, char **argv) {
 
     g4_model_opts mo = {0};
     mo.n_threads = (int)o.threads;
+    mo.no_repack = o.no_repack;
     mo.log = cli_log;
     mo.log_ud = &log_level;
     double t0 = now_s();

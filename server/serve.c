@@ -39,6 +39,7 @@ static void usage(FILE *out) {
             "  -np, --parallel N      slots: requests generated together (default 1)\n"
             "  -c, --ctx-size N       total context, split evenly between the slots (default 4096 per slot)\n"
             "  -t, --threads N        threads (default: online CPUs)\n"
+            "  --no-repack            keep weights as stored (no repacked Q4_K at open; llama.cpp's -nr)\n"
             "  -a, --alias NAME       model name reported by /v1/models (default: the file name)\n"
             "  --api-key-file F       require 'Authorization: Bearer KEY' with the key in F (first line);\n"
             "                         G4_API_KEY in the environment does the same (never a flag value)\n"
@@ -232,7 +233,7 @@ int cmd_serve(int argc, char **argv) {
     const char *model = NULL, *host = "127.0.0.1", *key_file = NULL, *alias = NULL;
     long port = 8080, np = 1, ctx = 0, threads = 0, queue = 16, max_body = 8 << 20, max_conns = 64, timeout = 10, grace = 5, ubatch = 128,
          ckpts = 1;
-    int verbose = 0;
+    int verbose = 0, no_repack = 0;
     cli_spec cs;
     memset(&cs, 0, sizeof cs);
     for (int i = 1; i < argc; i++) {
@@ -252,6 +253,7 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "-np") || !strcmp(a, "--parallel")) NUM(np, 1, 256);
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) NUM(ctx, 0, INT32_MAX);
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) NUM(threads, 0, 512);
+        else if (!strcmp(a, "--no-repack") || !strcmp(a, "-nr")) no_repack = 1;
         else if (!strcmp(a, "--queue")) NUM(queue, 0, 100000);
         else if (!strcmp(a, "--max-body")) NUM(max_body, 1024, 1L << 30);
         else if (!strcmp(a, "--max-conns")) NUM(max_conns, 1, 100000);
@@ -288,6 +290,7 @@ int cmd_serve(int argc, char **argv) {
     g4_model_opts mo;
     memset(&mo, 0, sizeof mo);
     mo.n_threads = (int)threads;
+    mo.no_repack = no_repack;
     if (g4_model_open(&sv->m, model, &mo, err, sizeof err) != G4_OK) { fprintf(stderr, "g4 serve: %s\n", err); free(sv); return 1; }
     g4_spec_opts spo;
     g4_assistant *asst = NULL;

@@ -321,7 +321,7 @@ KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict
             q4k_bsw(xb + t * xrb, bsw[t], &dat[t]);
             xt[t] = xb + t * xrb + 4;
         }
-        __m512i I[RQ16_TG], M[RQ16_TG]; /* gemv: the super-block's isum, imin */
+        __m512i isb[RQ16_TG], imb[RQ16_TG]; /* gemv: the super-block's isum, imin */
         KUNROLL
         for (int k = 0; k < 4; k++) {
             const __m512i S = k < 2 ? S0 : S1;
@@ -354,8 +354,8 @@ KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict
                     _mm512_store_ps(st[t][0], _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_mul_ps(d, da), _mm512_load_ps(st[t][0])));
                     _mm512_store_ps(st[t][1], _mm512_fmadd_ps(_mm512_cvtepi32_ps(im), _mm512_mul_ps(dm, da), _mm512_load_ps(st[t][1])));
                 } else {
-                    I[t] = k ? _mm512_add_epi32(I[t], is) : is;
-                    M[t] = k ? _mm512_add_epi32(M[t], im) : im;
+                    isb[t] = k ? _mm512_add_epi32(isb[t], is) : is;
+                    imb[t] = k ? _mm512_add_epi32(imb[t], im) : im;
                 }
             }
         }
@@ -363,11 +363,24 @@ KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict
             KUNROLL
             for (int t = 0; t < T; t++) {
                 const __m512 da = _mm512_set1_ps(dat[t]);
-                _mm512_store_ps(st[t][0], _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[t]), _mm512_mul_ps(d, da), _mm512_load_ps(st[t][0])));
-                _mm512_store_ps(st[t][1], _mm512_fmadd_ps(_mm512_cvtepi32_ps(M[t]), _mm512_mul_ps(dm, da), _mm512_load_ps(st[t][1])));
+                _mm512_store_ps(st[t][0], _mm512_fmadd_ps(_mm512_cvtepi32_ps(isb[t]), _mm512_mul_ps(d, da), _mm512_load_ps(st[t][0])));
+                _mm512_store_ps(st[t][1], _mm512_fmadd_ps(_mm512_cvtepi32_ps(imb[t]), _mm512_mul_ps(dm, da), _mm512_load_ps(st[t][1])));
             }
     }
 }
+
+#if defined(G4_SIMDE_AVX512)
+/* the SIMDe test build: one body with T and grp at run time (the same steps; eight inlined
+ * copies of SIMDe's emulation would add minutes to its compile) */
+static __attribute__((noinline)) void rq16_run_rt(const uint8_t *restrict p, int ns, const uint8_t *restrict x,
+                                                   size_t xrb, int64_t i0, int T, int grp, float (*restrict st)[2][16],
+                                                   int pf) {
+    rq16_run(p, ns, x, xrb, i0, T, grp, st, pf);
+}
+#define RQ16_RUN(p, ns, x, xrb, i0, T, grp, st, pf) rq16_run_rt(p, ns, x, xrb, i0, T, grp, st, pf)
+#else
+#define RQ16_RUN(p, ns, x, xrb, i0, T, grp, st, pf) rq16_run(p, ns, x, xrb, i0, T, grp, st, pf)
+#endif
 
 /* the Q4_K matmul over repacked tiles (kern.h contract; w as rq16_repack left it). Rows
  * row0 .. row1 - 1 may cut tiles: a cut tile is computed whole and its rows in range stored. */
@@ -391,10 +404,10 @@ KINLINE void mm_q4_K_rq(float *restrict y, size_t ldy, const uint8_t *restrict w
                     const uint8_t *xg = xt + (size_t)t * xq_row_bytes;
                     const int pf = tb == 0 && t == 0;
                     switch (ntb - t < RQ16_TG ? ntb - t : RQ16_TG) {
-                    case 4: rq16_run(p, ns, xg, xq_row_bytes, i0, 4, grp, st + t, pf); break;
-                    case 3: rq16_run(p, ns, xg, xq_row_bytes, i0, 3, grp, st + t, pf); break;
-                    case 2: rq16_run(p, ns, xg, xq_row_bytes, i0, 2, grp, st + t, pf); break;
-                    default: rq16_run(p, ns, xg, xq_row_bytes, i0, 1, grp, st + t, pf); break;
+                    case 4: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 4, grp, st + t, pf); break;
+                    case 3: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 3, grp, st + t, pf); break;
+                    case 2: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 2, grp, st + t, pf); break;
+                    default: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 1, grp, st + t, pf); break;
                     }
                 }
             }

@@ -39,6 +39,18 @@ check "ids with spaces" cmp -s "$tmp/a.ids" "$tmp/c.ids"
 printf '%s\n' "$P" >"$tmp/p.txt"
 "$G4" run -m "$M" -f "$tmp/p.txt" --ids -n 12 --temp 0 >"$tmp/d.ids" 2>/dev/null
 check "-f with --ids" cmp -s "$tmp/a.ids" "$tmp/d.ids"
+# --no-repack: the same ids and logits from the Q4_K matrices as stored (where the kernel set
+# repacks them at open: the zmm AVX-512 one; elsewhere both runs are the same path)
+if "$MK" "$tmp/q.gguf" --type q4_k --embd-type q8_0 --embd 256 --ff 512 --heads 4 --head-dim 64 --head-dim-full 128 \
+        --ple 0 >"$tmp/mk.log" 2>&1; then
+    "$G4" run -m "$tmp/q.gguf" -p "$P" --ids -n 8 --temp 0 -t 2 --dump-logits "$tmp/r1.f32" >"$tmp/r1.ids" 2>/dev/null
+    "$G4" run -m "$tmp/q.gguf" -p "$P" --ids -n 8 --temp 0 -t 2 --no-repack --dump-logits "$tmp/r2.f32" >"$tmp/r2.ids" 2>/dev/null
+    check "Q4_K model: 8 ids" [ "$(tr ',' '\n' <"$tmp/r1.ids" | grep -c '^[0-9][0-9]*$')" -eq 8 ]
+    check "--no-repack: same ids" cmp -s "$tmp/r1.ids" "$tmp/r2.ids"
+    check "--no-repack: same logits" cmp -s "$tmp/r1.f32" "$tmp/r2.f32"
+else
+    check "g4-mkmodel --type q4_k" false
+fi
 for c in f32 q8_0; do
     "$G4" run -m "$M" -p "$P" --ids -n 4 --temp 0 --cache-type $c >"$tmp/e.ids" 2>/dev/null
     check "--cache-type $c runs" [ "$(tr ',' '\n' <"$tmp/e.ids" | wc -l)" -eq 4 ]
