@@ -25,9 +25,7 @@
 #define RQ_PF 2    /* chunks of weights prefetched ahead */
 #define RQ_TB 128  /* tokens per block: each chunk is repacked once per block (16 KB of state) */
 #define RQ_TG 8    /* tokens per pass: 8 vpdpbusd chains cover its latency at 2 per cycle */
-#ifndef RQ_MIN
 #define RQ_MIN 24  /* fewer tokens: mm_q4_K_grp_zt */
-#endif
 
 typedef struct rq4k_sb {        /* one super-block of 16 rows, repacked (lane r = row r) */
     float d[16], dm[16];        /* the rows' d and dmin as f32 */
@@ -338,15 +336,14 @@ KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict
                 KUNROLL
                 for (int t = 0; t < T; t++) {
                     const uint8_t *a = xt[t] + 64 * k + 4 * g;
-                    /* two chains per sub-block when there are too few tokens to hide vpdpbusd's latency */
-                    if (T <= 4 && (g & 1)) E0[t] = rq_dp(E0[t], lo, a), E1[t] = rq_dp(E1[t], hi, a + 32);
+                    /* two chains per sub-block: 4 tokens are too few to hide vpdpbusd's latency */
+                    if (g & 1) E0[t] = rq_dp(E0[t], lo, a), E1[t] = rq_dp(E1[t], hi, a + 32);
                     else D0[t] = rq_dp(D0[t], lo, a), D1[t] = rq_dp(D1[t], hi, a + 32);
                 }
             }
             KUNROLL
             for (int t = 0; t < T; t++) {
-                const __m512i x0 = T <= 4 ? _mm512_add_epi32(D0[t], E0[t]) : D0[t];
-                const __m512i x1 = T <= 4 ? _mm512_add_epi32(D1[t], E1[t]) : D1[t];
+                const __m512i x0 = _mm512_add_epi32(D0[t], E0[t]), x1 = _mm512_add_epi32(D1[t], E1[t]);
                 const __m512i is = _mm512_add_epi32(_mm512_mullo_epi32(x0, sa), _mm512_mullo_epi32(x1, sb));
                 const __m512i im = _mm512_madd_epi16(mn, _mm512_set1_epi32(bsw[t][k]));
                 if (grp) {
