@@ -53,6 +53,10 @@ static inline __m512 g4_simde_scalef_ps(__m512 a, __m512 b) {
 }
 #undef _mm512_scalef_ps
 #define _mm512_scalef_ps(a, b) g4_simde_scalef_ps(a, b)
+/* nor _mm512_shuffle_f32x4: the integer form moves the same 128-bit lanes */
+#undef _mm512_shuffle_f32x4
+#define _mm512_shuffle_f32x4(a, b, imm) \
+    _mm512_castsi512_ps(_mm512_shuffle_i32x4(_mm512_castps_si512(a), _mm512_castps_si512(b), imm))
 /* SIMDe 0.7.4's native alias of _mm512_madd_epi16 takes the masked form's four arguments */
 #undef _mm512_madd_epi16
 #define _mm512_madd_epi16(a, b) simde_mm512_madd_epi16(a, b)
