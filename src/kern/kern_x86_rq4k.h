@@ -301,7 +301,7 @@ KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict
     const __m512i mhi = _mm512_broadcast_i32x4(_mm_setr_epi8(2, -1, 3, -1, 6, -1, 7, -1, 10, -1, 11, -1, 14, -1, 15, -1));
     for (int j = 0; j < ns; j++, p += RQ16_SB) {
         if (pf)
-            for (int o = 0; o < RQ16_SB; o += 64) _mm_prefetch((const char *)p + RQ16_PF + o, _MM_HINT_T0);
+            for (int o = 0; o < RQ16_SB; o += 64) _mm_prefetch((const char *)p + RQ16_PF + o, KX_PF_HINT);
         const uint8_t *xb = x + (size_t)(i0 + j) * 292;
         /* the scale and min bytes of 16 rows at once (ggml's kmask steps, per dword lane) */
         const __m512i U0 = ld512(p + 64), U1 = ld512(p + 128), U2 = ld512(p + 192);

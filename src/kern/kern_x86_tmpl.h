@@ -40,9 +40,14 @@
 #ifndef KX_PF_DIST
 #define KX_PF_DIST 0
 #endif
+/* The hint of those prefetches (and of the repacked Q4_K stream, kern_x86_rq4k.h): weights are
+ * read once per token, so a table may fetch them non-temporally (KX_PF_HINT _MM_HINT_NTA) */
+#ifndef KX_PF_HINT
+#define KX_PF_HINT _MM_HINT_T0
+#endif
 #if KX_PF_DIST > 0
 #define KPREFETCH(p, bytes) do { for (int pf_ = 0; pf_ < (int)(bytes); pf_ += 64) \
-        _mm_prefetch((const char *)(p) + KX_PF_DIST + pf_, _MM_HINT_T0); } while (0)
+        _mm_prefetch((const char *)(p) + KX_PF_DIST + pf_, KX_PF_HINT); } while (0)
 #else
 #define KPREFETCH(p, bytes) ((void)0)
 #endif
