@@ -40,7 +40,7 @@
 #ifndef KX_PF_DIST
 #define KX_PF_DIST 0
 #endif
-/* The hint of those prefetches (and of the repacked Q4_K stream, kern_x86_rq4k.h): weights are
+/* The hint of every weight-stream prefetch (these, the tiles', kern_x86_rq4k.h's): weights are
  * read once per token, so a table may fetch them non-temporally (KX_PF_HINT _MM_HINT_NTA) */
 #ifndef KX_PF_HINT
 #define KX_PF_HINT _MM_HINT_T0
@@ -605,8 +605,8 @@ KINLINE void dot4_q5_K_z1(const uint8_t *restrict w, size_t wrb, const uint8_t *
     const int64_t nb = n / 256;
     for (int64_t i = 0; i < nb; i++, w += 176) {
         /* the four rows' share of the stream pf .. (contiguous rows: 4 x 176 bytes per step) */
-        for (int j = 0; j < 4 * 176; j += 64) _mm_prefetch(pf + (size_t)i * 4 * 176 + j, _MM_HINT_T0);
-        _mm_prefetch(pf + (size_t)i * 4 * 176 + 4 * 176 - 1, _MM_HINT_T0);
+        for (int j = 0; j < 4 * 176; j += 64) _mm_prefetch(pf + (size_t)i * 4 * 176 + j, KX_PF_HINT);
+        _mm_prefetch(pf + (size_t)i * 4 * 176 + 4 * 176 - 1, KX_PF_HINT);
         const uint8_t *a = x + i * 292;
         __m512i az[4];
         kq_act_z(a + 4, az);
@@ -1044,7 +1044,7 @@ KINLINE void tile_b32(const uint8_t *const *wr, const uint8_t *restrict x, size_
     const size_t pf_step = pf ? ((pf_total + (size_t)nb - 1) / (size_t)nb + 63) & ~(size_t)63 : 0;
     for (int64_t i = 0; i < nb; i++) {
         const size_t off = (size_t)i * 18;
-        for (size_t j = 0; j < pf_step; j += 64) _mm_prefetch((const char *)pf + (size_t)i * pf_step + j, _MM_HINT_T0);
+        for (size_t j = 0; j < pf_step; j += 64) _mm_prefetch((const char *)pf + (size_t)i * pf_step + j, KX_PF_HINT);
         const __m256 dwv = h8(wr, off);
         __m256i lo[4], hi[4]; /* quad q: Q4_0 nibbles u, IQ4_NL code book values v */
         KUNROLL
@@ -1104,7 +1104,7 @@ KINLINE void tile_q4_0_z(const uint8_t *const *wr, const uint8_t *restrict x, si
     const size_t pf_step = pf ? ((pf_total + (size_t)nb - 1) / (size_t)nb + 63) & ~(size_t)63 : 0;
     for (int64_t i = 0; i < nb; i++) {
         const size_t off = (size_t)i * 18;
-        for (size_t j = 0; j < pf_step; j += 64) _mm_prefetch((const char *)pf + (size_t)i * pf_step + j, _MM_HINT_T0);
+        for (size_t j = 0; j < pf_step; j += 64) _mm_prefetch((const char *)pf + (size_t)i * pf_step + j, KX_PF_HINT);
         const __m256 dwv = h8(wr, off);
         const __m512i z0 = ld4x128(wr[0] + off + 2, wr[4] + off + 2, wr[1] + off + 2, wr[5] + off + 2);
         const __m512i z1 = ld4x128(wr[2] + off + 2, wr[6] + off + 2, wr[3] + off + 2, wr[7] + off + 2);
@@ -1183,9 +1183,9 @@ KINLINE void tile_q4_K(const uint8_t *const *wr, const uint8_t *restrict x, size
                  * lines for unpadded rows), 2 or 3 lines per row: spread over the rows instead of
                  * a burst of 18 at the top (which stalled demand loads on Zen 1: +3-5% here) */
                 const char *q = (const char *)pf + (size_t)i * pf_step;
-                _mm_prefetch(q + 128 * r, _MM_HINT_T0);
-                _mm_prefetch(q + 128 * r + 64, _MM_HINT_T0);
-                if (r < 2) _mm_prefetch(q + 1024 + 64 * r, _MM_HINT_T0);
+                _mm_prefetch(q + 128 * r, KX_PF_HINT);
+                _mm_prefetch(q + 128 * r + 64, KX_PF_HINT);
+                if (r < 2) _mm_prefetch(q + 1024 + 64 * r, KX_PF_HINT);
             }
             const __m128i sm = kq_scales_v(wr[r] + off + 4);
             const __m256i sdup = _mm256_cvtepu8_epi16(_mm_unpacklo_epi64(sm, sm));
@@ -1323,9 +1323,9 @@ KINLINE void tile_q4_K_z(const uint8_t *const *wr, const uint8_t *restrict x, si
         for (int r = 0; r < 8; r++) {
             if (pf) { /* as tile_q4_K */
                 const char *q = (const char *)pf + (size_t)i * pf_step;
-                _mm_prefetch(q + 128 * r, _MM_HINT_T0);
-                _mm_prefetch(q + 128 * r + 64, _MM_HINT_T0);
-                if (r < 2) _mm_prefetch(q + 1024 + 64 * r, _MM_HINT_T0);
+                _mm_prefetch(q + 128 * r, KX_PF_HINT);
+                _mm_prefetch(q + 128 * r + 64, KX_PF_HINT);
+                if (r < 2) _mm_prefetch(q + 1024 + 64 * r, KX_PF_HINT);
             }
             __m512i z[4], sc[4], scp[2]; /* scale words: sc the gemv's (K4Z_SC), scp the gemm's */
             __m128i sm;
@@ -1435,9 +1435,9 @@ KINLINE void tile_q4_K_g(const uint8_t *const *wr, const uint8_t *restrict x, si
         for (int r = 0; r < 8; r++) {
             if (pf) { /* as tile_q4_K: the next tile's share of this super-block, spread */
                 const char *q = (const char *)pf + (size_t)i * pf_step;
-                _mm_prefetch(q + 128 * r, _MM_HINT_T0);
-                _mm_prefetch(q + 128 * r + 64, _MM_HINT_T0);
-                if (r < 2) _mm_prefetch(q + 1024 + 64 * r, _MM_HINT_T0);
+                _mm_prefetch(q + 128 * r, KX_PF_HINT);
+                _mm_prefetch(q + 128 * r + 64, KX_PF_HINT);
+                if (r < 2) _mm_prefetch(q + 1024 + 64 * r, KX_PF_HINT);
             }
             const __m128i sm = kq_scales_v(wr[r] + off + 4);
             sdup[r] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi64(sm, sm));
@@ -1783,8 +1783,8 @@ KINLINE void hsum2z(__m512 acc, float *out) {
         const int64_t nb = n / 32;                                                                   \
         for (int64_t i = 0; i < nb; i++, w += wbytes) {                                              \
             /* the pair's two interleaved streams leave gaps the hardware prefetchers lose */        \
-            _mm_prefetch(pf + 2 * (size_t)i * wbytes, _MM_HINT_T0);                                  \
-            _mm_prefetch(pf + 2 * (size_t)i * wbytes + 63, _MM_HINT_T0);                             \
+            _mm_prefetch(pf + 2 * (size_t)i * wbytes, KX_PF_HINT);                                  \
+            _mm_prefetch(pf + 2 * (size_t)i * wbytes + 63, KX_PF_HINT);                             \
             const __m512i sc = DEC2(w, w + wrb);                                                     \
             const __m512i u = _mm512_abs_epi8(sc);                                                   \
             const __mmask64 neg = _mm512_movepi8_mask(sc);                                           \
@@ -1840,9 +1840,9 @@ KINLINE __m512 dwda2z(const uint8_t *b0, const uint8_t *b1, float da) {
         __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();                                \
         const int64_t nb = n / 32;                                                                    \
         for (int64_t i = 0; i < nb; i++, w += wbytes) {                                               \
-            _mm_prefetch(pf + 4 * (size_t)i * wbytes, _MM_HINT_T0);                                   \
-            _mm_prefetch(pf + 4 * (size_t)i * wbytes + 63, _MM_HINT_T0);                              \
-            _mm_prefetch(pf + 4 * (size_t)i * wbytes + 4 * wbytes - 1, _MM_HINT_T0);                  \
+            _mm_prefetch(pf + 4 * (size_t)i * wbytes, KX_PF_HINT);                                   \
+            _mm_prefetch(pf + 4 * (size_t)i * wbytes + 63, KX_PF_HINT);                              \
+            _mm_prefetch(pf + 4 * (size_t)i * wbytes + 4 * wbytes - 1, KX_PF_HINT);                  \
             const __m512i a = b32z_act(x + i * 34);                                                   \
             const __m512i p0 = pair1_##tname(w, w + wrb, a, corr, i);                                 \
             const __m512i p1 = pair1_##tname(w + 2 * wrb, w + 3 * wrb, a, corr, i);                  \
@@ -1859,8 +1859,8 @@ KINLINE void dot2z1_q5_0(const uint8_t *restrict w, size_t wrb, const uint8_t *r
     __m512 acc = _mm512_setzero_ps();
     const int64_t nb = n / 32;
     for (int64_t i = 0; i < nb; i++, w += 22) {
-        _mm_prefetch(pf + 2 * (size_t)i * 22, _MM_HINT_T0);
-        _mm_prefetch(pf + 2 * (size_t)i * 22 + 63, _MM_HINT_T0);
+        _mm_prefetch(pf + 2 * (size_t)i * 22, KX_PF_HINT);
+        _mm_prefetch(pf + 2 * (size_t)i * 22 + 63, KX_PF_HINT);
         const __m512i p = pair1_q5_0(w, w + wrb, b32z_act(x + i * 34), corr, i);
         acc = _mm512_fmadd_ps(dwda2z(w, w + wrb, da[i]), _mm512_cvtepi32_ps(p), acc);
     }
