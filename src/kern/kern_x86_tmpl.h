@@ -2214,7 +2214,11 @@ KINLINE void pf_row_ahead(const uint8_t *w, size_t wrb, size_t nb, int64_t r, in
 }
 #define MMX_PF_DRIVER(TM, DOTS) MMX_DRIVER_ROWS(1, TM, if (pf) pf_row_ahead(w, w_row_bytes, nb, r, row1);, DOTS)
 #define MMX_CASE(FN, k) case k: FN(wr, xt, xs, n_in, k, o); break;
-#define MMX_CASE2(FN, k) case k: FN(w2, xt, xs, n_in, k, o2); break;
+/* row W under the group's nt <= 8 columns into O */
+#define MMX_CASEW(FN, k, W, O) case k: FN(W, xt, xs, n_in, k, O); break;
+#define MMX_SWITCH8(W, O) switch (nt) { MMX_CASEW(dotx8_f16, 8, W, O) MMX_CASEW(dotx8_f16, 7, W, O) MMX_CASEW(dotx8_f16, 6, W, O) \
+                                        MMX_CASEW(dotx8_f16, 5, W, O) MMX_CASEW(dotx_f16, 4, W, O) MMX_CASEW(dotx_f16, 3, W, O) \
+                                        MMX_CASEW(dotx_f16, 2, W, O) default: dotx_f16(W, xt, xs, n_in, 1, O); }
 #define MMXR_CASE(k) case k: dotxr_f16(wr, w_row_bytes, xt, xs, n_in, k, o); break;
 #define DOTXR_MIN 1024 /* rows longer than this go DOTXR_RB at a time (dotxr_f16: columns past L1) */
 static void mmx_f16(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, const void *restrict xq,
@@ -2227,19 +2231,11 @@ static void mmx_f16(float *restrict y, size_t ldy, const uint8_t *restrict w, si
         if (n_tok >= 8) { /* two rows at a time under each group of 8 columns; any last row alone (below) */
             MMX_DRIVER_ROWS(2, 8, pf_row_ahead(w, w_row_bytes, nb, r, row1); pf_row_ahead(w, w_row_bytes, nb, r + 1, row1);,
                             if (nt == 8) dotx8r2_f16(wr, w_row_bytes, xt, xs, n_in, o);
-                            else for (int r2 = 0; r2 < 2; r2++) {
-                                const uint8_t *w2 = wr + (size_t)r2 * w_row_bytes;
-                                float *o2 = o + r2 * nt;
-                                switch (nt) { MMX_CASE2(dotx8_f16, 7) MMX_CASE2(dotx8_f16, 6) MMX_CASE2(dotx8_f16, 5)
-                                              MMX_CASE2(dotx_f16, 4) MMX_CASE2(dotx_f16, 3) MMX_CASE2(dotx_f16, 2)
-                                              default: dotx_f16(w2, xt, xs, n_in, 1, o2); }
-                            })
+                            else for (int r2 = 0; r2 < 2; r2++) MMX_SWITCH8(wr + (size_t)r2 * w_row_bytes, o + r2 * nt))
             row0 = r;
         }
 #endif
-        MMX_PF_DRIVER(8, switch (nt) { MMX_CASE(dotx8_f16, 8) MMX_CASE(dotx8_f16, 7) MMX_CASE(dotx8_f16, 6) MMX_CASE(dotx8_f16, 5)
-                                    MMX_CASE(dotx_f16, 4) MMX_CASE(dotx_f16, 3) MMX_CASE(dotx_f16, 2)
-                                    default: dotx_f16(wr, xt, xs, n_in, 1, o); })
+        MMX_PF_DRIVER(8, MMX_SWITCH8(wr, o))
         return;
     }
     if (n_in > DOTXR_MIN) { /* long rows: DOTXR_RB at a time, any last ones alone (below) */
