@@ -758,12 +758,13 @@ static const uint16_t Q6Z_SC[4][32] = { /* vpermw indices: word of lane l of pai
 };
 /* the T tokens' 8 i32 lanes of one super-block (sumi[t], as q6_sb1 gives for token t): the
  * codes and scale words are formed once for all T; a[t] = token t's Q8_K block */
-KINLINE void q6_sbt_z(const uint8_t *restrict w, const uint8_t *const a[KMAXT], const int T, __m256i sumi[KMAXT]) {
+/* the codes' dots of one super-block for T tokens: v[t] lanes 0-7 and 8-15 are the two halves
+ * of token t's 8 lanes (q6_sb1's integers before the halves are added and the bsums correction
+ * subtracted); the codes and scale words are formed once for all T; a[t] = token t's Q8_K block */
+KINLINE void q6_dots_z(const uint8_t *restrict w, const uint8_t *const a[KMAXT], const int T, __m512i v[KMAXT]) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
     const __m512i shl = _mm512_loadu_si512(Q6Z_SH[0]), shr = _mm512_loadu_si512(Q6Z_SH[1]);
-    const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(w + 192));
-    const __m512i scz = _mm512_castsi256_si512(sc16);
-    __m512i v[KMAXT];
+    const __m512i scz = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(ld128(w + 192)));
     KUNROLL
     for (int t = 0; t < T; t++) v[t] = _mm512_setzero_si512();
     KUNROLL
@@ -781,6 +782,12 @@ KINLINE void q6_sbt_z(const uint8_t *restrict w, const uint8_t *const a[KMAXT], 
             v[t] = _mm512_dpwssd_epi32(v[t], _mm512_maddubs_epi16(qb, _mm512_loadu_si512(a[t] + 4 + 128 * c + 64)), sb);
         }
     }
+}
+/* the T tokens' 8 i32 lanes of one super-block (sumi[t], as q6_sb1 gives for token t) */
+KINLINE void q6_sbt_z(const uint8_t *restrict w, const uint8_t *const a[KMAXT], const int T, __m256i sumi[KMAXT]) {
+    const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(w + 192));
+    __m512i v[KMAXT];
+    q6_dots_z(w, a, T, v);
     KUNROLL
     for (int t = 0; t < T; t++) {
         const __m256i s = _mm256_add_epi32(_mm512_castsi512_si256(v[t]), _mm512_extracti64x4_epi64(v[t], 1));
@@ -795,12 +802,18 @@ KINLINE __m256i q6_sb1_z(const uint8_t *restrict w, const uint8_t *restrict a) {
     return s[0];
 }
 /* dot_q6_K_ymm's lanes and float steps for T tokens with q6_sbt_z's integer part (prompt
- * chunks, batched decode) */
+ * chunks, batched decode). Tokens go in pairs through one zmm after the codes' dots: lanes 0-7
+ * token 2p's 8 lanes, 8-15 token 2p + 1's, so the halves' sums, the bsums correction and the
+ * float step (each lane's own fma, as kq_acc_t's) take one op per pair instead of one per
+ * token; an odd last token goes as before. */
 KINLINE void dot_q6_K_zt(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n,
                          const int T, float *restrict out) {
-    __m256 acc[KMAXT];
+    enum { NP = KMAXT / 2 };
+    const int P = T / 2, odd = T & 1;
+    __m512 acc2[NP];
+    __m256 acc1 = _mm256_setzero_ps();
     KUNROLL
-    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    for (int q = 0; q < P; q++) acc2[q] = _mm512_setzero_ps();
     const int64_t nb = n / 256;
     for (int64_t i = 0; i < nb; i++, w += 210) {
         KPREFETCH(w, 210);
@@ -808,12 +821,33 @@ KINLINE void dot_q6_K_zt(const uint8_t *restrict w, const uint8_t *restrict x, s
         const uint8_t *a[KMAXT];
         KUNROLL
         for (int t = 0; t < T; t++) a[t] = x + t * xrb + i * 292;
-        __m256i sumi[KMAXT];
-        q6_sbt_z(w, a, T, sumi);
-        kq_acc_t(acc, sumi, x, xrb, i, dw, T);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(w + 192));
+        const __m512i sc2 = _mm512_broadcast_i64x4(sc16);
+        __m512i v[KMAXT];
+        q6_dots_z(w, a, T, v);
+        KUNROLL
+        for (int q = 0; q < P; q++) {
+            const __m512i v0 = v[2 * q], v1 = v[2 * q + 1];
+            const __m512i s = _mm512_add_epi32(_mm512_shuffle_i64x2(v0, v1, _MM_SHUFFLE(1, 0, 1, 0)),
+                                               _mm512_shuffle_i64x2(v0, v1, _MM_SHUFFLE(3, 2, 3, 2)));
+            const __m512i bs = _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a[2 * q] + 260)), ld256(a[2 * q + 1] + 260), 1);
+            const __m512i sumi = _mm512_sub_epi32(s, _mm512_slli_epi32(_mm512_madd_epi16(bs, sc2), 5));
+            const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(rdf(a[2 * q]) * dw), _mm256_set1_ps(rdf(a[2 * q + 1]) * dw), 1);
+            acc2[q] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(sumi), acc2[q]);
+        }
+        if (odd) {
+            const __m512i vt = v[T - 1];
+            const __m256i s = _mm256_add_epi32(_mm512_castsi512_si256(vt), _mm512_extracti64x4_epi64(vt, 1));
+            const __m256i sumi = _mm256_sub_epi32(s, _mm256_slli_epi32(_mm256_madd_epi16(ld256(a[T - 1] + 260), sc16), 5));
+            acc1 = _mm256_fmadd_ps(_mm256_set1_ps(rdf(a[T - 1]) * dw), _mm256_cvtepi32_ps(sumi), acc1);
+        }
     }
     KUNROLL
-    for (int t = 0; t < T; t++) out[t] = hsum_ps(acc[t]);
+    for (int q = 0; q < P; q++) {
+        out[2 * q] = hsum_ps(_mm512_castps512_ps256(acc2[q]));
+        out[2 * q + 1] = hsum_ps(_mm512_extractf32x8_ps(acc2[q], 1));
+    }
+    if (odd) out[T - 1] = hsum_ps(acc1);
 }
 #endif
 
