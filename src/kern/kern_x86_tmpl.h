@@ -828,8 +828,8 @@ KINLINE void dot_q6_K_zt(const uint8_t *restrict w, const uint8_t *restrict x, s
         KUNROLL
         for (int q = 0; q < P; q++) {
             const __m512i v0 = v[2 * q], v1 = v[2 * q + 1];
-            const __m512i s = _mm512_add_epi32(_mm512_shuffle_i64x2(v0, v1, _MM_SHUFFLE(1, 0, 1, 0)),
-                                               _mm512_shuffle_i64x2(v0, v1, _MM_SHUFFLE(3, 2, 3, 2)));
+            const __m512i s = _mm512_add_epi32(_mm512_shuffle_i32x4(v0, v1, _MM_SHUFFLE(1, 0, 1, 0)),
+                                               _mm512_shuffle_i32x4(v0, v1, _MM_SHUFFLE(3, 2, 3, 2)));
             const __m512i bs = _mm512_inserti64x4(_mm512_castsi256_si512(ld256(a[2 * q] + 260)), ld256(a[2 * q + 1] + 260), 1);
             const __m512i sumi = _mm512_sub_epi32(s, _mm512_slli_epi32(_mm512_madd_epi16(bs, sc2), 5));
             const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(rdf(a[2 * q]) * dw), _mm256_set1_ps(rdf(a[2 * q + 1]) * dw), 1);
@@ -845,7 +845,7 @@ KINLINE void dot_q6_K_zt(const uint8_t *restrict w, const uint8_t *restrict x, s
     KUNROLL
     for (int q = 0; q < P; q++) {
         out[2 * q] = hsum_ps(_mm512_castps512_ps256(acc2[q]));
-        out[2 * q + 1] = hsum_ps(_mm512_extractf32x8_ps(acc2[q], 1));
+        out[2 * q + 1] = hsum_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc2[q]), 1)));
     }
     if (odd) out[T - 1] = hsum_ps(acc1);
 }
