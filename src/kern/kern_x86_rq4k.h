@@ -343,15 +343,19 @@ KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict
             }
             KUNROLL
             for (int t = 0; t < T; t++) {
-                const __m512i x0 = _mm512_add_epi32(D0[t], E0[t]), x1 = _mm512_add_epi32(D1[t], E1[t]);
-                const __m512i is = _mm512_add_epi32(_mm512_mullo_epi32(x0, sa), _mm512_mullo_epi32(x1, sb));
+                /* each chain's lanes (4 vpdpbusd: |sum| <= 16 * 15 * 128) fit an i16, and sa / sb
+                 * hold the scale in each dword's low word, a zero above: vpmaddwd / vpdpwssd
+                 * multiply them exactly, the sum of the four products added into the dword
+                 * (the same integer as (D0 + E0) * sa + (D1 + E1) * sb, without vpmulld) */
+                const __m512i ip = grp ? _mm512_madd_epi16(D0[t], sa) : _mm512_dpwssd_epi32(k ? isb[t] : zero, D0[t], sa);
+                const __m512i is = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(_mm512_dpwssd_epi32(ip, E0[t], sa), D1[t], sb), E1[t], sb);
                 const __m512i im = _mm512_madd_epi16(mn, _mm512_set1_epi32(bsw[t][k]));
                 if (grp) {
                     const __m512 da = _mm512_set1_ps(dat[t]);
                     _mm512_store_ps(st[t][0], _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_mul_ps(d, da), _mm512_load_ps(st[t][0])));
                     _mm512_store_ps(st[t][1], _mm512_fmadd_ps(_mm512_cvtepi32_ps(im), _mm512_mul_ps(dm, da), _mm512_load_ps(st[t][1])));
                 } else {
-                    isb[t] = k ? _mm512_add_epi32(isb[t], is) : is;
+                    isb[t] = is;
                     imb[t] = k ? _mm512_add_epi32(imb[t], im) : im;
                 }
             }
