@@ -756,8 +756,6 @@ static const uint16_t Q6Z_SC[4][32] = { /* vpermw indices: word of lane l of pai
     { L8(8), L8(9), L8(10), L8(11) }, { L8(12), L8(13), L8(14), L8(15) },
 #undef L8
 };
-/* the T tokens' 8 i32 lanes of one super-block (sumi[t], as q6_sb1 gives for token t): the
- * codes and scale words are formed once for all T; a[t] = token t's Q8_K block */
 /* the codes' dots of one super-block for T tokens: v[t] lanes 0-7 and 8-15 are the two halves
  * of token t's 8 lanes (q6_sb1's integers before the halves are added and the bsums correction
  * subtracted); the codes and scale words are formed once for all T; a[t] = token t's Q8_K block */
