@@ -781,17 +781,19 @@ KINLINE void q6_dots_z(const uint8_t *restrict w, const uint8_t *const a[KMAXT],
         }
     }
 }
+/* one token's 8 i32 lanes from its dots v (q6_dots_z) and its block a: the halves added, the
+ * bsums correction (32 * sum_g scale[g] * bsums[g]) subtracted; sc16 = the 16 scales as i16 */
+KINLINE __m256i q6_fin1_z(__m512i v, const uint8_t *restrict a, __m256i sc16) {
+    const __m256i s = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+    return _mm256_sub_epi32(s, _mm256_slli_epi32(_mm256_madd_epi16(ld256(a + 260), sc16), 5));
+}
 /* the T tokens' 8 i32 lanes of one super-block (sumi[t], as q6_sb1 gives for token t) */
 KINLINE void q6_sbt_z(const uint8_t *restrict w, const uint8_t *const a[KMAXT], const int T, __m256i sumi[KMAXT]) {
     const __m256i sc16 = _mm256_cvtepi8_epi16(ld128(w + 192));
     __m512i v[KMAXT];
     q6_dots_z(w, a, T, v);
     KUNROLL
-    for (int t = 0; t < T; t++) {
-        const __m256i s = _mm256_add_epi32(_mm512_castsi512_si256(v[t]), _mm512_extracti64x4_epi64(v[t], 1));
-        const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(ld256(a[t] + 260), sc16), 5);
-        sumi[t] = _mm256_sub_epi32(s, corr);
-    }
+    for (int t = 0; t < T; t++) sumi[t] = q6_fin1_z(v[t], a[t], sc16);
 }
 KINLINE __m256i q6_sb1_z(const uint8_t *restrict w, const uint8_t *restrict a) {
     const uint8_t *at[KMAXT] = { a };
@@ -833,12 +835,8 @@ KINLINE void dot_q6_K_zt(const uint8_t *restrict w, const uint8_t *restrict x, s
             const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(rdf(a[2 * q]) * dw), _mm256_set1_ps(rdf(a[2 * q + 1]) * dw), 1);
             acc2[q] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(sumi), acc2[q]);
         }
-        if (odd) {
-            const __m512i vt = v[T - 1];
-            const __m256i s = _mm256_add_epi32(_mm512_castsi512_si256(vt), _mm512_extracti64x4_epi64(vt, 1));
-            const __m256i sumi = _mm256_sub_epi32(s, _mm256_slli_epi32(_mm256_madd_epi16(ld256(a[T - 1] + 260), sc16), 5));
-            acc1 = _mm256_fmadd_ps(_mm256_set1_ps(rdf(a[T - 1]) * dw), _mm256_cvtepi32_ps(sumi), acc1);
-        }
+        if (odd)
+            acc1 = _mm256_fmadd_ps(_mm256_set1_ps(rdf(a[T - 1]) * dw), _mm256_cvtepi32_ps(q6_fin1_z(v[T - 1], a[T - 1], sc16)), acc1);
     }
     KUNROLL
     for (int q = 0; q < P; q++) {
