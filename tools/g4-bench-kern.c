@@ -302,7 +302,7 @@ static double time_matmul(const g4_kern *k, g4_pool *pool, uint32_t type, const 
 
 /* -B: per-token cost of decoding n_tok sessions together, at 1536 x 6144 (in cache) */
 static void bench_batched(const g4_kern *k, int reps, const char *types) {
-    static const uint32_t BT[] = { G4_TYPE_Q4_K, G4_TYPE_Q6_K, G4_TYPE_Q8_0, G4_TYPE_Q4_0, G4_TYPE_Q5_K, G4_TYPE_F16, G4_TYPE_BF16 };
+    static const uint32_t BT[] = { G4_TYPE_Q4_K, G4_TYPE_Q6_K, G4_TYPE_Q8_0, G4_TYPE_Q4_0, G4_TYPE_Q5_K, G4_TYPE_F16, G4_TYPE_BF16, G4_TYPE_F32 };
     const int64_t n_in = 1536, n_out = 6144;
     printf("batched decode, 1 thread, %lldx%lld in cache: ns per row and token (best of %d), and vs n_tok 1\n",
            (long long)n_in, (long long)n_out, reps);

@@ -143,6 +143,14 @@ KINLINE __m512 ldz_f32(const uint8_t *p) { return _mm512_loadu_ps((const float *
 KINLINE __m512 ldz_f16(const uint8_t *p) { return _mm512_cvtph_ps(ld256(p)); }
 #endif
 
+/* tokens whose one-column float dots (dot_<t>, dot_bf16z) share each weight load: each token
+ * keeps its own 4 (2) accumulators, so its bits are the one-token dot's (16 zmm accumulators
+ * for 4 tokens; the 16-register AVX2 table takes 2) */
+#if defined(KX_F512)
+#define KX_FT 4
+#else
+#define KX_FT 2
+#endif
 /* Two float orders, as llama.cpp's builds multiply F32/F16/BF16 weights, in W lanes (AVX2: 8;
  * the AVX-512 builds: 16 for F32/F16, 8 for BF16 without vdpbf16ps, as their AVX2 code):
  *  dot_<t>    (one activation column: ggml_vec_dot_f32 / _f16 / _bf16): 4 x W FMA lanes over
@@ -179,21 +187,32 @@ KINLINE float tail_f32(float sf, const uint8_t *restrict w, const uint8_t *restr
 #define DEF_DOT_FLOAT(tname, esz, LD, TOF, TAILT, RED4, W)                                          \
     KINLINE void dot_##tname(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,      \
                              int64_t n, const int T, float *restrict out) {                          \
+        const int64_t np = n & ~(int64_t)(4 * W - 1);                                                 \
         KUNROLL                                                                                       \
-        for (int t = 0; t < T; t++) {                                                                 \
-            const uint8_t *xt = x + t * xrb;                                                          \
-            KV_T_##W s4[4] = { KV_ZERO_##W(), KV_ZERO_##W(), KV_ZERO_##W(), KV_ZERO_##W() };          \
-            const int64_t np = n & ~(int64_t)(4 * W - 1);                                             \
+        for (int t0 = 0; t0 < T; t0 += KX_FT) {                                                       \
+            const int tn = T - t0 < KX_FT ? T - t0 : KX_FT;                                           \
+            KV_T_##W s4[KX_FT][4];                                                                    \
+            KUNROLL                                                                                   \
+            for (int t = 0; t < tn; t++)                                                              \
+                for (int j = 0; j < 4; j++) s4[t][j] = KV_ZERO_##W();                                 \
             for (int64_t i = 0; i < np; i += 4 * W) {                                                 \
                 KUNROLL                                                                               \
-                for (int j = 0; j < 4; j++)                                                           \
-                    s4[j] = KV_FMA_##W(LD(w + (i + W * j) * esz), LD(xt + (i + W * j) * esz), s4[j]);   \
+                for (int j = 0; j < 4; j++) {                                                         \
+                    const KV_T_##W wj = LD(w + (i + W * j) * esz);                                    \
+                    KUNROLL                                                                           \
+                    for (int t = 0; t < tn; t++)                                                      \
+                        s4[t][j] = KV_FMA_##W(wj, LD(x + (t0 + t) * xrb + (i + W * j) * esz), s4[t][j]); \
+                }                                                                                     \
             }                                                                                         \
-            s4[0] = KV_ADD_##W(s4[0], s4[2]);                                                         \
-            s4[1] = KV_ADD_##W(s4[1], s4[3]);                                                         \
-            TAILT sf = (TAILT)RED4(KV_FOLD_##W(KV_ADD_##W(s4[0], s4[1])));                            \
-            KX_TAIL(TAILT, sf, TOF, esz, w, xt, np, n, W);                                            \
-            out[t] = (float)sf;                                                                       \
+            KUNROLL                                                                                   \
+            for (int t = 0; t < tn; t++) {                                                            \
+                const uint8_t *xt = x + (t0 + t) * xrb;                                               \
+                s4[t][0] = KV_ADD_##W(s4[t][0], s4[t][2]);                                            \
+                s4[t][1] = KV_ADD_##W(s4[t][1], s4[t][3]);                                            \
+                TAILT sf = (TAILT)RED4(KV_FOLD_##W(KV_ADD_##W(s4[t][0], s4[t][1])));                  \
+                KX_TAIL(TAILT, sf, TOF, esz, w, xt, np, n, W);                                        \
+                out[t0 + t] = (float)sf;                                                              \
+            }                                                                                         \
         }                                                                                             \
     }                                                                                                 \
     KINLINE void dot_##tname##_tb(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,  \
@@ -233,19 +252,25 @@ DEF_DOT_FLOAT(bf16, 2, ld_bf16, tof_bf16, double, red4_shuf, 8)
 KINLINE __m512bh ldbh(const uint8_t *p) { return (__m512bh)_mm512_loadu_ps((const float *)(const void *)p); }
 KINLINE void dot_bf16z(const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t n, const int T,
                        float *restrict out) {
+    __m512 c1[KMAXT], c2[KMAXT];
+    KUNROLL
+    for (int t = 0; t < T; t++) c1[t] = c2[t] = _mm512_setzero_ps();
+    const int64_t np = n & ~(int64_t)63;
+    for (int64_t i = 0; i < np; i += 64) {
+        const __m512bh w1 = ldbh(w + i * 2), w2 = ldbh(w + (i + 32) * 2);
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            c1[t] = _mm512_dpbf16_ps(c1[t], w1, ldbh(x + t * xrb + i * 2));
+            c2[t] = _mm512_dpbf16_ps(c2[t], w2, ldbh(x + t * xrb + (i + 32) * 2));
+        }
+    }
     KUNROLL
     for (int t = 0; t < T; t++) {
         const uint8_t *xt = x + t * xrb;
-        __m512 c1 = _mm512_setzero_ps(), c2 = _mm512_setzero_ps();
-        int64_t i = 0;
-        for (; i + 64 <= n; i += 64) {
-            c1 = _mm512_dpbf16_ps(c1, ldbh(w + i * 2), ldbh(xt + i * 2));
-            c2 = _mm512_dpbf16_ps(c2, ldbh(w + (i + 32) * 2), ldbh(xt + (i + 32) * 2));
-        }
         double sf = 0.0;
-        sf += (double)zred16(c1);
-        sf += (double)zred16(c2);
-        for (; i < n; i++) {
+        sf += (double)zred16(c1[t]);
+        sf += (double)zred16(c2[t]);
+        for (int64_t i = np; i < n; i++) {
             const float pr = tof_bf16(w + i * 2) * tof_bf16(xt + i * 2);
             sf += (double)pr;
         }
