@@ -81,10 +81,17 @@ static void q_prep_row(g4_work *w, const void *arg, int t) {
     const int hd = l->head_dim;
     const size_t q_dim = (size_t)hd * (size_t)l->n_head;
     const float *cs = w->rope_cs + (size_t)t * (size_t)w->head_dim_max;
-    for (int h = 0; h < l->n_head; h++) {
-        float *q = w->Qcur + (size_t)t * q_dim + (size_t)h * (size_t)hd;
-        forward_rms_norm(q, q, fvec(l->attn_q_norm), hd, w->m->cfg.rms_eps);
-        attn_rope_neox(q, cs, l->n_rot);
+    for (int h0 = 0; h0 < l->n_head; h0 += 8) { /* the heads' sums side by side */
+        const int nh = l->n_head - h0 < 8 ? l->n_head - h0 : 8;
+        const float *x[8];
+        double sum[8];
+        for (int h = 0; h < nh; h++) x[h] = w->Qcur + (size_t)t * q_dim + (size_t)(h0 + h) * (size_t)hd;
+        forward_sumsq(x, nh, hd, sum);
+        for (int h = 0; h < nh; h++) {
+            float *q = w->Qcur + (size_t)t * q_dim + (size_t)(h0 + h) * (size_t)hd;
+            forward_rms_apply(q, q, fvec(l->attn_q_norm), hd, sum[h], w->m->cfg.rms_eps);
+            attn_rope_neox(q, cs, l->n_rot);
+        }
     }
 }
 
@@ -124,9 +131,12 @@ static void kv_store_row(g4_work *w, const void *arg, int t) {
     for (int g = 0; g < nkv; g++) {
         float *k = w->Kcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
         float *v = w->Vcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
-        forward_rms_norm(k, k, fvec(l->attn_k_norm), hd, eps);
+        const float *kv2[2] = { k, v };
+        double sum[2];
+        forward_sumsq(kv2, 2, hd, sum); /* K's and V's sums side by side */
+        forward_rms_apply(k, k, fvec(l->attn_k_norm), hd, sum[0], eps);
         attn_rope_neox(k, cs, l->n_rot);
-        forward_rms_norm(v, v, NULL, hd, eps);
+        forward_rms_apply(v, v, NULL, hd, sum[1], eps);
         /* the cell, and its mirror on a ring */
         for (size_t cc = c; cc < (kv->swa ? 2 * nc : nc); cc += nc) {
             store_row(s, kv->k + ((size_t)g * nr + cc) * kv->k_row_bytes, k, hd);

@@ -55,16 +55,70 @@ void forward_gelu_table(uint16_t *t) {
         t[i] = g4_f32_to_f16(gelu_f32(g4_f16_to_f32((uint16_t)i)));
 }
 
-/* ref: ggml-cpu/ops.cpp ggml_compute_forward_rms_norm_f32, fused with ggml_mul by the weight:
- * sum of f32 squares in double, mean = (float)(sum/n), scale = 1/sqrtf(mean+eps),
- * y = (x*scale)*w. */
-void forward_rms_norm(float *y, const float *x, const float *w, int64_t n, float eps) {
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+/* ref: ggml-cpu/ops.cpp ggml_compute_forward_rms_norm_f32: each row's f32 squares added in
+ * double in element order. Rows' chains are independent, so nr rows run side by side (4 or 2
+ * chains per pass: the adds' latency overlaps; each row's sum is its one-row loop's). */
+void forward_sumsq(const float *const *x, int nr, int64_t n, double *s) {
+    int r = 0;
+    for (; r + 4 <= nr; r += 4) {
+        const float *a = x[r], *b = x[r + 1], *c = x[r + 2], *d = x[r + 3];
+        double sa = 0.0, sb = 0.0, sc = 0.0, sd = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            sa += (double)(a[i] * a[i]);
+            sb += (double)(b[i] * b[i]);
+            sc += (double)(c[i] * c[i]);
+            sd += (double)(d[i] * d[i]);
+        }
+        s[r] = sa, s[r + 1] = sb, s[r + 2] = sc, s[r + 3] = sd;
+    }
+    for (; r + 2 <= nr; r += 2) {
+        const float *a = x[r], *b = x[r + 1];
+        double sa = 0.0, sb = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            sa += (double)(a[i] * a[i]);
+            sb += (double)(b[i] * b[i]);
+        }
+        s[r] = sa, s[r + 1] = sb;
+    }
+    for (; r < nr; r++) {
+        const float *a = x[r];
+        double sa = 0.0;
+        for (int64_t i = 0; i < n; i++) sa += (double)(a[i] * a[i]);
+        s[r] = sa;
+    }
+}
+
+/* y[i] = (x[i] * sc) * w[i] (w NULL: x[i] * sc), 4 at a time so -O2's block vectorizer takes
+ * them; y == x (in place) or disjoint */
+static void scale_mul(float *y, const float *x, const float *w, int64_t n, float sc) {
+    int64_t i = 0;
+    if (w) {
+        for (; i + 4 <= n; i += 4) {
+            const float a0 = x[i] * sc, a1 = x[i + 1] * sc, a2 = x[i + 2] * sc, a3 = x[i + 3] * sc;
+            const float b0 = a0 * w[i], b1 = a1 * w[i + 1], b2 = a2 * w[i + 2], b3 = a3 * w[i + 3];
+            y[i] = b0, y[i + 1] = b1, y[i + 2] = b2, y[i + 3] = b3;
+        }
+        for (; i < n; i++) y[i] = x[i] * sc * w[i];
+    } else {
+        for (; i + 4 <= n; i += 4) {
+            const float a0 = x[i] * sc, a1 = x[i + 1] * sc, a2 = x[i + 2] * sc, a3 = x[i + 3] * sc;
+            y[i] = a0, y[i + 1] = a1, y[i + 2] = a2, y[i + 3] = a3;
+        }
+        for (; i < n; i++) y[i] = x[i] * sc;
+    }
+}
+
+/* ref: ggml_compute_forward_rms_norm_f32, fused with ggml_mul by the weight: mean =
+ * (float)(sum/n), scale = 1/sqrtf(mean+eps), y = (x*scale)*w. */
+void forward_rms_apply(float *y, const float *x, const float *w, int64_t n, double sum, float eps) {
     const float mean = (float)(sum / (double)n);
-    const float scale = 1.0f / sqrtf(mean + eps);
-    if (w) for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale * w[i];
-    else   for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale;
+    scale_mul(y, x, w, n, 1.0f / sqrtf(mean + eps));
+}
+
+void forward_rms_norm(float *y, const float *x, const float *w, int64_t n, float eps) {
+    double sum;
+    forward_sumsq(&x, 1, n, &sum);
+    forward_rms_apply(y, x, w, n, sum, eps);
 }
 
 /* ref: gemma4.cpp ggml_scale(1/c) -> ggml_tanh (vec.h ggml_vec_tanh_f32: tanhf) -> ggml_scale(c) */
@@ -221,32 +275,52 @@ typedef struct norm_arg {
     float *y;              /* [T][n_embd] */
     const float *x;        /* [T][n_embd] (may be y) */
     const float *w;        /* [n_embd] */
-    int add;               /* 1: inpL += RMS(x, w) (y unused) */
+    int add;               /* 1: inpL += RMS(x, w) (x is y) */
+    g4_work *work;
+    int r0;
 } norm_arg;
 
-static void norm_row(g4_work *w, const void *varg, int t) {
-    const norm_arg *a = varg;
+/* rows [i0, i1) of the norm's (past r0), their sums side by side (forward_sumsq) */
+static void norm_task(void *vctx, int64_t i0, int64_t i1, int thread) {
+    (void)thread;
+    const norm_arg *a = vctx;
+    g4_work *w = a->work;
     const int64_t E = w->m->cfg.n_embd;
     const float eps = w->m->cfg.rms_eps;
-    if (!a->add) {
-        forward_rms_norm(a->y + (size_t)t * E, a->x + (size_t)t * E, a->w, E, eps);
-        return;
+    for (int64_t t0 = a->r0 + i0, t1 = a->r0 + i1; t0 < t1; t0 += 8) {
+        const int nr = t1 - t0 < 8 ? (int)(t1 - t0) : 8;
+        const float *x[8];
+        double sum[8];
+        for (int r = 0; r < nr; r++) x[r] = a->x + (size_t)(t0 + r) * E;
+        forward_sumsq(x, nr, E, sum);
+        for (int r = 0; r < nr; r++) {
+            float *dt = a->y + (size_t)(t0 + r) * E;
+            forward_rms_apply(dt, x[r], a->w, E, sum[r], eps);
+            if (!a->add) continue;
+            float *xt = w->inpL + (size_t)(t0 + r) * E;
+            for (int64_t i = 0; i < E; i++) xt[i] = dt[i] + xt[i];
+        }
     }
-    float *dt = a->y + (size_t)t * E, *xt = w->inpL + (size_t)t * E;
-    forward_rms_norm(dt, dt, a->w, E, eps);
-    for (int64_t i = 0; i < E; i++) xt[i] = dt[i] + xt[i];
+}
+
+/* rows [r0, T), a share of them per thread */
+static void norm_run(g4_work *w, norm_arg *a, int r0, int T) {
+    if (r0 >= T) return;
+    a->work = w, a->r0 = r0;
+    const int64_t n = T - r0, nt = w->n_threads;
+    pool_for(w->m->pool, n, (n + nt - 1) / nt, norm_task, a);
 }
 
 /* Rows [r0, T) of inpL: inpL = inpL + RMS(d, norm), d normed in place (stride n_embd).
  * ref: gemma4.cpp "attn_post_norm" + "attn_out", "ffn_post_norm" + residual. */
 static void add_post_norm(g4_work *w, float *d, const g4_tensor *norm, int r0, int T) {
     norm_arg a = { .y = d, .x = d, .w = fvec(norm), .add = 1 };
-    forward_rows(w, r0, T, norm_row, &a);
+    norm_run(w, &a, r0, T);
 }
 
 static void norm_rows(g4_work *w, float *y, const float *x, const g4_tensor *wt, int r0, int T) {
     norm_arg a = { .y = y, .x = x, .w = fvec(wt), .add = 0 };
-    forward_rows(w, r0, T, norm_row, &a);
+    norm_run(w, &a, r0, T);
 }
 
 typedef struct geglu_ctx {
