@@ -196,6 +196,7 @@ KINLINE float tail_f32(float sf, const uint8_t *restrict w, const uint8_t *restr
             for (int t = 0; t < tn; t++)                                                              \
                 for (int j = 0; j < 4; j++) s4[t][j] = KV_ZERO_##W();                                 \
             for (int64_t i = 0; i < np; i += 4 * W) {                                                 \
+                if (T > 1) KPREFETCH(w + i * esz, 4 * W * esz); /* the longer loop's weight stream */ \
                 KUNROLL                                                                               \
                 for (int j = 0; j < 4; j++) {                                                         \
                     const KV_T_##W wj = LD(w + (i + W * j) * esz);                                    \
@@ -222,6 +223,7 @@ KINLINE float tail_f32(float sf, const uint8_t *restrict w, const uint8_t *restr
         KUNROLL                                                                                       \
         for (int t = 0; t < T; t++) acc[t] = KV_ZERO_##W();                                          \
         for (int64_t i = 0; i < n; i += W) {                                                          \
+            if (T > 1 && i % (64 / esz) == 0) KPREFETCH(w + i * esz, 64);                             \
             const KV_T_##W w0 = LD(w + i * esz);                                                      \
             KUNROLL                                                                                   \
             for (int t = 0; t < T; t++) acc[t] = KV_FMA_##W(w0, LD(x + t * xrb + i * esz), acc[t]);  \
@@ -257,6 +259,7 @@ KINLINE void dot_bf16z(const uint8_t *restrict w, const uint8_t *restrict x, siz
     for (int t = 0; t < T; t++) c1[t] = c2[t] = _mm512_setzero_ps();
     const int64_t np = n & ~(int64_t)63;
     for (int64_t i = 0; i < np; i += 64) {
+        if (T > 1) KPREFETCH(w + i * 2, 128);
         const __m512bh w1 = ldbh(w + i * 2), w2 = ldbh(w + (i + 32) * 2);
         KUNROLL
         for (int t = 0; t < T; t++) {
@@ -284,6 +287,7 @@ KINLINE void dot_bf16z_tb(const uint8_t *restrict w, const uint8_t *restrict x, 
     KUNROLL
     for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t i = 0; i < n; i += 32) {
+        if (T > 1) KPREFETCH(w + i * 2, 64);
         const __m512bh w0 = ldbh(w + i * 2);
         KUNROLL
         for (int t = 0; t < T; t++) acc[t] = _mm512_dpbf16_ps(acc[t], w0, ldbh(x + t * xrb + i * 2));
