@@ -2461,8 +2461,9 @@ static void act_q8_K(const float *restrict x, void *restrict vy, int64_t n) {
     uint8_t *y = vy;
     const __m256 sign = _mm256_set1_ps(-0.0f);
     for (int64_t i = 0; i < n / 256; i++, x += 256, y += 292) {
-        __m256 mx = _mm256_setzero_ps();
-        for (int k = 0; k < 32; k++) mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * k)));
+        __m256 mq[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+        for (int k = 0; k < 32; k++) mq[k & 3] = _mm256_max_ps(mq[k & 3], _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * k)));
+        const __m256 mx = _mm256_max_ps(_mm256_max_ps(mq[0], mq[1]), _mm256_max_ps(mq[2], mq[3])); /* max: any order */
         __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(mx, 1), _mm256_castps256_ps128(mx));
         m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
         m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
@@ -2471,8 +2472,12 @@ static void act_q8_K(const float *restrict x, void *restrict vy, int64_t n) {
             memset(y, 0, 292);
             continue;
         }
-        float max = 0.0f;
-        for (int j = 0; j < 256; j++) if (fabsf(x[j]) == amax) { max = x[j]; break; }
+        float max = 0.0f; /* the first x[j] with |x[j]| == amax */
+        const __m256 va = _mm256_set1_ps(amax);
+        for (int k = 0; k < 32; k++) {
+            const int mk = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * k)), va, _CMP_EQ_OQ));
+            if (mk) { max = x[8 * k + __builtin_ctz((unsigned)mk)]; break; }
+        }
         const float iscale = -127.0f / max;
         const __m256 mul = _mm256_set1_ps(iscale);
         const __m256i lim = _mm256_set1_epi32(127);
