@@ -334,6 +334,13 @@ static void bench_batched(const g4_kern *k, int reps, const char *types) {
                 const double ns = b * 1e9 / (double)n_out / nt;
                 printf("  n_tok %d%s %6.2f ns (%3.0f%%)", nt, grp ? "g" : " ", ns, 100.0 * ns / one);
             }
+            printf("\n%-6s", "  rqd"); /* decode order (verification) from the tiles */
+            for (int nt = 2; nt <= 8; nt *= 2) {
+                double b;
+                time_matmul_g(k, NULL, BT[ti], wp, n_in, n_out, nt, reps, n_out, &b, k->matmul_rq[0]);
+                const double ns = b * 1e9 / (double)n_out / nt;
+                printf("  n_tok %dd %6.2f ns (%3.0f%%)", nt, ns, 100.0 * ns / one);
+            }
             free(wp);
         }
         /* the same tokens in decode order (each token the one-token kernel's bits: what
