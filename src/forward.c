@@ -204,7 +204,7 @@ static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
 /* ref: ggml_compute_forward_mul_mat: src1 rows converted to vec_dot_type(src0) first */
 static void matmul_ex(g4_work *wk, const g4_tensor *w, const float *x, int n_tok, const int32_t *cols, int64_t N,
                       unsigned flags, float *y, size_t ldy, int64_t row0, int64_t row1, float scale, float softcap,
-                      float *const *dst) {
+                      float *const *dst, int reuse) {
     const g4_model *m = wk->m;
     mm_ctx c = {
         .kern = m->kern, .w = w, .x = x, .xq = wk->act,
@@ -214,7 +214,12 @@ static void matmul_ex(g4_work *wk, const g4_tensor *w, const float *x, int n_tok
     };
     c.xq_rb = kern_act_row_bytes(c.dot_type, w->ne[0]);
     G4_ASSERT(c.xq_rb <= wk->act_row_max && n_tok <= wk->n_rows && row1 <= w->ne[1]);
-    pool_for(m->pool, n_tok, 1, mm_quant_task, &c);
+    /* reuse: x unchanged since the last matmul (the caller's word); act then still holds it
+     * if that one quantized the same rows to the same type */
+    if (!reuse || wk->act_x != x || wk->act_n_tok != n_tok || wk->act_n_in != w->ne[0] || wk->act_dt != (int)c.dot_type) {
+        pool_for(m->pool, n_tok, 1, mm_quant_task, &c);
+        wk->act_x = x, wk->act_n_tok = n_tok, wk->act_n_in = w->ne[0], wk->act_dt = (int)c.dot_type;
+    }
     /* rows in shrinking chunks of multiples of 16 (whole 8-row kernel tiles): both threads
      * finish within a 16-row chunk of each other */
     pool_for_guided(m->pool, row1 - row0, wk->n_threads > 1 ? 16 : row1 - row0, mm_rows_task, &c);
@@ -224,12 +229,17 @@ static void matmul_ex(g4_work *wk, const g4_tensor *w, const float *x, int n_tok
  * ubatch's batch_n columns. */
 void forward_matmul(g4_work *w, const g4_tensor *wt, const float *x, int a, int b,
                     float *y, size_t ldy, int64_t row0, int64_t row1, float scale) {
-    matmul_ex(w, wt, x, b - a, w->col + a, w->batch_n, 0, y, ldy, row0, row1, scale, 0.0f, NULL);
+    matmul_ex(w, wt, x, b - a, w->col + a, w->batch_n, 0, y, ldy, row0, row1, scale, 0.0f, NULL, 0);
 }
 
 /* all output rows of wt, packed: y is [b - a][wt->ne[1]] */
 static void matmul(g4_work *w, const g4_tensor *wt, const float *x, int a, int b, float *y, float scale) {
     forward_matmul(w, wt, x, a, b, y, (size_t)wt->ne[1], 0, wt->ne[1], scale);
+}
+
+/* the same, x unchanged since the previous matmul (its quantized rows reused when they match) */
+static void matmul_same_x(g4_work *w, const g4_tensor *wt, const float *x, int a, int b, float *y, float scale) {
+    matmul_ex(w, wt, x, b - a, w->col + a, w->batch_n, 0, y, (size_t)wt->ne[1], 0, wt->ne[1], scale, 0.0f, NULL, 1);
 }
 
 /* ==== Row-parallel helper ==== */
@@ -345,7 +355,7 @@ static void ffn(g4_work *w, const g4_layer *l, int r0, int T) {
     const int n = T - r0;
     float *x = w->cur + (size_t)r0 * E;
     matmul(w, l->ffn_gate, x, r0, T, w->ffn_gate, l->scale_gate); /* [n][F] */
-    matmul(w, l->ffn_up, x, r0, T, w->ffn_up, l->scale_up);       /* [n][F] */
+    matmul_same_x(w, l->ffn_up, x, r0, T, w->ffn_up, l->scale_up); /* [n][F] */
     geglu_ctx g = { .gate = w->ffn_gate, .up = w->ffn_up, .tab = w->m->gelu_f16, .fn = w->m->kern->geglu };
     pool_for(w->m->pool, (int64_t)n * F, 16384, geglu_task, &g);
     matmul(w, l->ffn_down, w->ffn_gate, r0, T, x, l->scale_down); /* [n][E] "ffn_out" */
@@ -373,13 +383,15 @@ static void layer(g4_work *w, int il, int r_kv, int r0, int T) {
         const float *h = w->cur + (size_t)r_kv * E;
         matmul(w, l->attn_k, h, r_kv, T, w->Kcur + (size_t)r_kv * kv_dim, l->scale_k);
         if (l->v_is_k) memcpy(w->Vcur + (size_t)r_kv * kv_dim, w->Kcur + (size_t)r_kv * kv_dim, (size_t)n * (size_t)kv_dim * sizeof(float));
-        else matmul(w, l->attn_v, h, r_kv, T, w->Vcur + (size_t)r_kv * kv_dim, l->scale_v);
+        else matmul_same_x(w, l->attn_v, h, r_kv, T, w->Vcur + (size_t)r_kv * kv_dim, l->scale_v);
         attn_kv_store(w, l, r_kv, T);
     }
     if (r0 >= T) return;
 
     /* 2. Q projection, q-norm, RoPE ("Qcur", "Qcur_normed", "Qcur_pos") */
-    matmul(w, l->attn_q, w->cur + (size_t)r0 * E, r0, T, w->Qcur + (size_t)r0 * q_dim, l->scale_q);
+    /* after K / V of the same rows (cur unchanged since): their quantized input */
+    if (l->has_kv && r_kv == r0) matmul_same_x(w, l->attn_q, w->cur + (size_t)r0 * E, r0, T, w->Qcur + (size_t)r0 * q_dim, l->scale_q);
+    else matmul(w, l->attn_q, w->cur + (size_t)r0 * E, r0, T, w->Qcur + (size_t)r0 * q_dim, l->scale_q);
     attn_q_prep(w, l, r0, T);
 
     /* 7. attention over the cache of kv_src ("kqv_out") */
@@ -432,7 +444,7 @@ static void output(g4_work *w, int r0, int T) {
     float *y = direct ? w->odst[r0] : w->logits;
     G4_ASSERT(direct || w->logits);
     matmul_ex(w, head, w->cur + (size_t)r0 * E, n, w->ocol + r0, w->n_outputs, 0, y, (size_t)V, 0, V, 1.0f,
-              m->cfg.softcap, direct ? NULL : w->odst + r0);
+              m->cfg.softcap, direct ? NULL : w->odst + r0, 0);
 }
 
 /* ==== Chunk ==== */

@@ -77,6 +77,11 @@ typedef struct g4_work {
     float   *rope_cs;       /* [n_rows][head_dim_max] (cos, sin) pairs of the current layer */
     uint8_t *act;           /* [n_rows][act_row_max] activation rows in a weight's dot type */
     size_t   act_row_max;   /* bytes of the widest activation row (F32 bound)              */
+    /* what act holds: x's n_tok rows of n_in in dot type act_dt (a matmul whose caller says
+     * x is unchanged since, with the same of all four, skips quantizing it again) */
+    const float *act_x;
+    int64_t  act_n_in;
+    int      act_n_tok, act_dt;
     int32_t  head_dim_max;  /* largest head_dim of any layer (rope_cs row stride)           */
     float   *logits;        /* [n_out_rows][n_vocab] head output of the chunk's output rows */
     /* the chunk */
