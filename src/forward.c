@@ -217,7 +217,8 @@ static void matmul_ex(g4_work *wk, const g4_tensor *w, const float *x, int n_tok
     /* reuse: x unchanged since the last matmul (the caller's word); act then still holds it
      * if that one quantized the same rows to the same type */
     if (!reuse || wk->act_x != x || wk->act_n_tok != n_tok || wk->act_n_in != w->ne[0] || wk->act_dt != (int)c.dot_type) {
-        pool_for(m->pool, n_tok, 1, mm_quant_task, &c);
+        /* a few short rows on this thread: cheaper than a pool pass's hand-over */
+        pool_for(m->pool, n_tok, (int64_t)n_tok * w->ne[0] <= 16384 ? n_tok : 1, mm_quant_task, &c);
         wk->act_x = x, wk->act_n_tok = n_tok, wk->act_n_in = w->ne[0], wk->act_dt = (int)c.dot_type;
     }
     /* rows in shrinking chunks of multiples of 16 (whole 8-row kernel tiles): both threads
