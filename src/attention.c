@@ -81,18 +81,9 @@ static void q_prep_row(g4_work *w, const void *arg, int t) {
     const int hd = l->head_dim;
     const size_t q_dim = (size_t)hd * (size_t)l->n_head;
     const float *cs = w->rope_cs + (size_t)t * (size_t)w->head_dim_max;
-    for (int h0 = 0; h0 < l->n_head; h0 += 8) { /* the heads' sums side by side */
-        const int nh = l->n_head - h0 < 8 ? l->n_head - h0 : 8;
-        const float *x[8];
-        double sum[8];
-        for (int h = 0; h < nh; h++) x[h] = w->Qcur + (size_t)t * q_dim + (size_t)(h0 + h) * (size_t)hd;
-        forward_sumsq(x, nh, hd, sum);
-        for (int h = 0; h < nh; h++) {
-            float *q = w->Qcur + (size_t)t * q_dim + (size_t)(h0 + h) * (size_t)hd;
-            forward_rms_apply(q, q, fvec(l->attn_q_norm), hd, sum[h], w->m->cfg.rms_eps);
-            attn_rope_neox(q, cs, l->n_rot);
-        }
-    }
+    float *q = w->Qcur + (size_t)t * q_dim;
+    forward_rms_norm_n(q, (size_t)hd, q, (size_t)hd, l->n_head, hd, fvec(l->attn_q_norm), w->m->cfg.rms_eps);
+    for (int h = 0; h < l->n_head; h++) attn_rope_neox(q + (size_t)h * (size_t)hd, cs, l->n_rot);
 }
 
 void attn_q_prep(g4_work *w, const g4_layer *l, int r0, int T) {

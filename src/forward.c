@@ -115,10 +115,19 @@ void forward_rms_apply(float *y, const float *x, const float *w, int64_t n, doub
     scale_mul(y, x, w, n, 1.0f / sqrtf(mean + eps));
 }
 
+void forward_rms_norm_n(float *y, size_t ys, const float *x, size_t xs, int nr, int64_t n, const float *w, float eps) {
+    for (int r0 = 0; r0 < nr; r0 += 8) {
+        const int k = nr - r0 < 8 ? nr - r0 : 8;
+        const float *xr[8];
+        double sum[8];
+        for (int r = 0; r < k; r++) xr[r] = x + (size_t)(r0 + r) * xs;
+        forward_sumsq(xr, k, n, sum);
+        for (int r = 0; r < k; r++) forward_rms_apply(y + (size_t)(r0 + r) * ys, xr[r], w, n, sum[r], eps);
+    }
+}
+
 void forward_rms_norm(float *y, const float *x, const float *w, int64_t n, float eps) {
-    double sum;
-    forward_sumsq(&x, 1, n, &sum);
-    forward_rms_apply(y, x, w, n, sum, eps);
+    forward_rms_norm_n(y, 0, x, 0, 1, n, w, eps);
 }
 
 /* ref: gemma4.cpp ggml_scale(1/c) -> ggml_tanh (vec.h ggml_vec_tanh_f32: tanhf) -> ggml_scale(c) */
@@ -291,27 +300,21 @@ typedef struct norm_arg {
     int r0;
 } norm_arg;
 
-/* rows [i0, i1) of the norm's (past r0), their sums side by side (forward_sumsq) */
+/* rows [i0, i1) of the norm's (past r0), their sums side by side (forward_rms_norm_n) */
 static void norm_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     (void)thread;
     const norm_arg *a = vctx;
     g4_work *w = a->work;
     const int64_t E = w->m->cfg.n_embd;
     const float eps = w->m->cfg.rms_eps;
-    for (int64_t t0 = a->r0 + i0, t1 = a->r0 + i1; t0 < t1; t0 += 8) {
-        const int nr = t1 - t0 < 8 ? (int)(t1 - t0) : 8;
-        const float *x[8];
-        double sum[8];
-        for (int r = 0; r < nr; r++) x[r] = a->x + (size_t)(t0 + r) * E;
-        forward_sumsq(x, nr, E, sum);
-        for (int r = 0; r < nr; r++) {
-            float *dt = a->y + (size_t)(t0 + r) * E;
-            forward_rms_apply(dt, x[r], a->w, E, sum[r], eps);
-            if (!a->add) continue;
-            float *xt = w->inpL + (size_t)(t0 + r) * E;
+    const int64_t t0 = a->r0 + i0, t1 = a->r0 + i1;
+    forward_rms_norm_n(a->y + (size_t)t0 * E, (size_t)E, a->x + (size_t)t0 * E, (size_t)E, (int)(t1 - t0), E, a->w, eps);
+    if (a->add)
+        for (int64_t t = t0; t < t1; t++) {
+            const float *dt = a->y + (size_t)t * E;
+            float *xt = w->inpL + (size_t)t * E;
             for (int64_t i = 0; i < E; i++) xt[i] = dt[i] + xt[i];
         }
-    }
 }
 
 /* rows [r0, T), a share of them per thread */

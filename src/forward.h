@@ -232,6 +232,10 @@ G4_INTERNAL void forward_rows(g4_work *w, int r0, int T, forward_row_fn fn, cons
 /* ggml_compute_forward_rms_norm_f32 (+ fused mul): squares in f32, sum in double. w may be
  * NULL (weightless norm). y may equal x. */
 G4_INTERNAL void forward_rms_norm(float *y, const float *x, const float *w, int64_t n, float eps);
+/* The same for nr rows (x's xs floats apart, y's ys), their sums side by side: each row's bits
+ * as forward_rms_norm's. */
+G4_INTERNAL void forward_rms_norm_n(float *y, size_t ys, const float *x, size_t xs, int nr, int64_t n, const float *w,
+                                    float eps);
 /* Its two halves: the sums of nr rows x[r][0..n) (each row's bits as one row alone; the rows'
  * chains side by side), and y = (x * scale) * w from a row's sum. */
 G4_INTERNAL void forward_sumsq(const float *const *x, int nr, int64_t n, double *s);

@@ -39,24 +39,11 @@ void ple_inputs(g4_work *w, int r0, int T) {
         const int64_t n_slices = t >= r0 ? L : S;
         /* token part: a row lookup (plain dequantization) */
         quant_dequant_row(te->type, te->data + (size_t)w->tok[t] * te->row_bytes, ipl, LP);
-        for (int64_t l0 = 0; l0 < n_slices; l0 += 8) { /* 8 slices' norm sums side by side */
-            const int ns = n_slices - l0 < 8 ? (int)(n_slices - l0) : 8;
-            const float *xs[8];
-            double sum[8];
-            for (int k = 0; k < ns; k++) {
-                float *pl = pp + (l0 + k) * P;
-                for (int64_t i = 0; i < P; i++) pl[i] *= proj_scale;
-                xs[k] = pl;
-            }
-            forward_sumsq(xs, ns, P, sum);
-            for (int k = 0; k < ns; k++) {
-                float *pl = pp + (l0 + k) * P, *il = ipl + (l0 + k) * P;
-                forward_rms_apply(pl, pl, fvec(m->per_layer_proj_norm), P, sum[k], m->cfg.rms_eps);
-                for (int64_t i = 0; i < P; i++) {
-                    const float tp = il[i] * tok_scale; /* own statement: no FMA contraction */
-                    il[i] = (pl[i] + tp) * inp_scale;
-                }
-            }
+        for (int64_t i = 0; i < n_slices * P; i++) pp[i] *= proj_scale;
+        forward_rms_norm_n(pp, (size_t)P, pp, (size_t)P, (int)n_slices, P, fvec(m->per_layer_proj_norm), m->cfg.rms_eps);
+        for (int64_t i = 0; i < n_slices * P; i++) {
+            const float tp = ipl[i] * tok_scale; /* own statement: no FMA contraction */
+            ipl[i] = (pp[i] + tp) * inp_scale;
         }
     }
 }
@@ -81,16 +68,6 @@ void ple_block(g4_work *w, int il, int r0, int T) {
         for (int64_t i = 0; i < P; i++) g[i] = forward_gelu(tab, g[i]) * sl[i];
     }
     forward_matmul(w, l->proj, w->pe, r0, T, y, (size_t)E, 0, E, 1.0f); /* [n][E] */
-    for (int k0 = 0; k0 < n; k0 += 8) { /* 8 rows' norm sums side by side */
-        const int nr = n - k0 < 8 ? n - k0 : 8;
-        const float *ys[8];
-        double sum[8];
-        for (int k = 0; k < nr; k++) ys[k] = y + (size_t)(k0 + k) * (size_t)E;
-        forward_sumsq(ys, nr, E, sum);
-        for (int k = 0; k < nr; k++) {
-            float *yk = y + (size_t)(k0 + k) * (size_t)E, *xk = x + (size_t)(k0 + k) * (size_t)E;
-            forward_rms_apply(yk, yk, fvec(l->post_norm), E, sum[k], m->cfg.rms_eps);
-            for (int64_t i = 0; i < E; i++) xk[i] = xk[i] + yk[i];
-        }
-    }
+    forward_rms_norm_n(y, (size_t)E, y, (size_t)E, n, E, fvec(l->post_norm), m->cfg.rms_eps);
+    for (int64_t i = 0; i < (int64_t)n * E; i++) x[i] = x[i] + y[i];
 }
