@@ -33,7 +33,7 @@ static void usage(FILE *out) {
             "  -n, --n-predict N      most tokens per answer (default -1: until end of turn)\n"
             "  -c, --ctx-size N       context size (default min(model context, 4096))\n"
             "  -t, --threads N        threads (default: online CPUs)\n"
-            "  --no-repack            keep weights as stored (no repacked Q4_K at open; llama.cpp's -nr)\n"
+            "  --no-repack            keep weights as stored, read in place (no repack or copy at open; llama.cpp's -nr)\n"
             "  -s, --seed N           sampler seed (default: time)\n"
             "  --temp X, --top-k N, --top-p X, --min-p X, --repeat-penalty X, --repeat-last-n N\n"
             "                         sampling (defaults from the model file, as g4 run)\n"

@@ -35,7 +35,7 @@ static void usage(FILE *out) {
             "  --ubatch N             prompt chunk size (default 128)\n"
             "  --cache-type T         KV cache type: f16 (default), f32, q8_0\n"
             "  -t, --threads N        threads (default: online CPUs)\n"
-            "  --no-repack            keep weights as stored (no repacked Q4_K at open; llama.cpp's -nr)\n"
+            "  --no-repack            keep weights as stored, read in place (no repack or copy at open; llama.cpp's -nr)\n"
             "  -s, --seed N           sampler seed (default: time)\n"
             "  --temp X               temperature (0 = greedy)\n"
             "  --top-k N, --top-p X, --min-p X, --repeat-penalty X, --repeat-last-n N\n"

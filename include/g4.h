@@ -89,8 +89,11 @@ typedef struct g4_model_opts {
     void        *log_ud;
     /* 0 = where the kernel set has a faster layout for a weight type (today Q4_K on the zmm
      * AVX-512 set), the model's matrices of that type are repacked into it at open, in memory
-     * of the same size (the file's pages of them are released); results are unchanged.
-     * 1 = keep every matrix as stored (llama.cpp's --no-repack). $G4_REPACK=0 does the same. */
+     * of the same size (the file's pages of them are released); and where the OS gives
+     * transparent huge pages on request (Linux), the other matrices a decoded token streams are
+     * copied into huge pages the same way. Results are unchanged.
+     * 1 = keep every matrix as stored, read in place from the file (llama.cpp's --no-repack).
+     * $G4_REPACK=0 does the same; $G4_COPY=0 skips only the copy. */
     int          no_repack;
 } g4_model_opts;
 

@@ -39,7 +39,7 @@ static void usage(FILE *out) {
             "  -np, --parallel N      slots: requests generated together (default 1)\n"
             "  -c, --ctx-size N       total context, split evenly between the slots (default 4096 per slot)\n"
             "  -t, --threads N        threads (default: online CPUs)\n"
-            "  --no-repack            keep weights as stored (no repacked Q4_K at open; llama.cpp's -nr)\n"
+            "  --no-repack            keep weights as stored, read in place (no repack or copy at open; llama.cpp's -nr)\n"
             "  -a, --alias NAME       model name reported by /v1/models (default: the file name)\n"
             "  --api-key-file F       require 'Authorization: Bearer KEY' with the key in F (first line);\n"
             "                         G4_API_KEY in the environment does the same (never a flag value)\n"

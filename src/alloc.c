@@ -2,6 +2,7 @@
  * tests can fail the Nth allocation and budgets can be enforced. */
 #include "g4_impl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__linux__)
@@ -49,6 +50,22 @@ void g4_want_huge_pages(const g4_allocator *al, void *p, size_t n) {
     if (e > a) (void)madvise((void *)a, (size_t)(e - a), MADV_HUGEPAGE);
 #else
     (void)al; (void)p; (void)n;
+#endif
+}
+
+int g4_huge_pages_on(const g4_allocator *al) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (al->fn != g4_libc_alloc) return 0;
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f) return 0;
+    char buf[128];
+    const size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return strstr(buf, "[always]") != NULL || strstr(buf, "[madvise]") != NULL;
+#else
+    (void)al;
+    return 0;
 #endif
 }
 

@@ -58,6 +58,9 @@ G4_INTERNAL void  g4_free_al64(const g4_allocator *a, void *raw, size_t n); /* n
  * faults and TLB misses), only for memory from the default libc allocator (a caller's
  * allocator owns its memory policy). Advisory; errors are ignored. */
 G4_INTERNAL void  g4_want_huge_pages(const g4_allocator *al, void *p, size_t n);
+/* 1 where g4_want_huge_pages can have an effect: Linux, the libc allocator, and transparent
+ * huge pages set to "always" or "madvise" (/sys/kernel/mm/transparent_hugepage/enabled) */
+G4_INTERNAL int   g4_huge_pages_on(const g4_allocator *al);
 G4_INTERNAL void *g4_libc_alloc(void *ud, void *ptr, size_t old_size, size_t new_size);
 
 /* ==== Model ==== */
@@ -72,6 +75,8 @@ typedef struct g4_tensor {        /* a validated view of one GGUF tensor */
                                    * expert e at data + e*ne[1]*row_bytes */
     int            rq;            /* 1 = data is a copy in the kernel table's repacked layout
                                    * (kern.h repack_q4_K; matmuls take matmul_rq), not the file's */
+    int            cp;            /* 1 = data is a plain copy of the file's bytes in huge pages
+                                   * (model.c copy_weights) */
 } g4_tensor;
 
 typedef struct g4_layer {
@@ -169,6 +174,9 @@ struct g4_model {
     uint8_t      *rq_copy;          /* the repacked matrices (g4_tensor.rq), 64-byte aligned */
     void         *rq_raw;           /* what g4_free_al64 takes */
     size_t        rq_bytes;
+    uint8_t      *cp_copy;          /* the streamed matrices copied out of the mapping (g4_tensor.cp) */
+    void         *cp_raw;
+    size_t        cp_bytes;
     float        *f32_copy;         /* aligned copies of every f32 vector tensor (norms, scales) */
     size_t        f32_copy_bytes;
     const float     *rope_freqs;    /* [head_dim_full/2] (f32, in the mapping), NULL if no full layer */

@@ -676,6 +676,12 @@ void gguf_will_read(const gguf_file *f, const void *p, size_t n) {
     (void)madvise((void *)a, (uintptr_t)p + n - a, MADV_WILLNEED);
 }
 
+int gguf_mapped_range(const gguf_file *f, const void *p, size_t n) {
+    if (!f || f->mapped != 1) return 0;
+    const uintptr_t a = (uintptr_t)p, b = (uintptr_t)f->base;
+    return a >= b && a - b <= f->size && n <= f->size - (a - b);
+}
+
 void gguf_drop_pages(const gguf_file *f, const void *p, size_t n) {
     if (!f || f->mapped != 1 || !n) return;
     const long pg = sysconf(_SC_PAGESIZE);

@@ -92,6 +92,9 @@ void      gguf_drop_pages(const gguf_file *f, const void *p, size_t n);
  * their pages are mapped in one call (MADV_POPULATE_READ where the kernel has it) rather than
  * fault by fault. Advisory. */
 void      gguf_will_read(const gguf_file *f, const void *p, size_t n);
+/* 1 when the file is mapped (not read into memory, not a caller's buffer) and [p, p + n) lies
+ * in the mapping */
+int       gguf_mapped_range(const gguf_file *f, const void *p, size_t n);
 
 const char        *gguf_name(const gguf_file *f);     /* file name used in messages */
 uint32_t           gguf_version(const gguf_file *f);

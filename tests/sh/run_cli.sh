@@ -51,6 +51,24 @@ if "$MK" "$tmp/q.gguf" --type q4_k --embd-type q8_0 --embd 256 --ff 512 --heads 
 else
     check "g4-mkmodel --type q4_k" false
 fi
+# the streamed matrices copied into huge pages at open (model.c copy_weights; where the kernel
+# hands out transparent huge pages): the same ids and logits as read in place (G4_COPY=0)
+if "$MK" "$tmp/q6.gguf" --type q6_k --embd-type q6_k --embd 256 --ff 512 --heads 4 --head-dim 64 --head-dim-full 128 \
+        --ple 0 >"$tmp/mk.log" 2>&1; then
+    "$G4" run -m "$tmp/q6.gguf" -p "$P" --ids -n 8 --temp 0 -t 2 -v --dump-logits "$tmp/c1.f32" >"$tmp/c1.ids" 2>"$tmp/c1.err"
+    G4_COPY=0 "$G4" run -m "$tmp/q6.gguf" -p "$P" --ids -n 8 --temp 0 -t 2 -v --dump-logits "$tmp/c2.f32" >"$tmp/c2.ids" 2>"$tmp/c2.err"
+    check "Q6_K model: 8 ids" [ "$(tr ',' '\n' <"$tmp/c1.ids" | grep -c '^[0-9][0-9]*$')" -eq 8 ]
+    check "G4_COPY=0: same ids" cmp -s "$tmp/c1.ids" "$tmp/c2.ids"
+    check "G4_COPY=0: same logits" cmp -s "$tmp/c1.f32" "$tmp/c2.f32"
+    check "G4_COPY=0: nothing copied" sh -c "! grep -q 'into huge pages' '$tmp/c2.err'"
+    if grep -q -E '\[(always|madvise)\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null; then
+        check "Q6_K matrices copied into huge pages" grep -q 'copied .* matrices .* into huge pages' "$tmp/c1.err"
+    else
+        echo "  (no transparent huge pages on request here: the copy is not made, only the equality checked)" >&2
+    fi
+else
+    check "g4-mkmodel --type q6_k" false
+fi
 for c in f32 q8_0; do
     "$G4" run -m "$M" -p "$P" --ids -n 4 --temp 0 --cache-type $c >"$tmp/e.ids" 2>/dev/null
     check "--cache-type $c runs" [ "$(tr ',' '\n' <"$tmp/e.ids" | wc -l)" -eq 4 ]
