@@ -599,12 +599,24 @@ static void rq_task(void *ctx, int64_t i0, int64_t i1, int thread) { /* tiles [i
     j->k->repack_q4_K(j->dst + off, j->src + off, j->wrb, j->n_in, 16 * (i1 - i0));
 }
 
+static int env_zero(const char *name) {
+    const char *v = getenv(name);
+    return v && !strcmp(v, "0");
+}
+
+/* one 64-byte-aligned block of `total` bytes for matrices moved out of the mapping (repacked or
+ * copied), huge pages asked for; NULL when it cannot be had */
+static uint8_t *weights_block(g4_model *m, uint64_t total, void **raw) {
+    uint8_t *p = total <= SIZE_MAX ? g4_malloc_al64(&m->al, (size_t)total, raw) : NULL;
+    if (p) g4_want_huge_pages(&m->al, p, (size_t)total);
+    return p;
+}
+
 /* Q4_K matrices into the kernel table's repacked layout (kern.h repack_q4_K), where it has
  * one and the caller did not opt out; results are the same bits (test_kern: repacked). */
 static g4_status repack_weights(g4_model *m, const g4_model_opts *o, char *err, size_t errlen) {
     const g4_kern *k = m->kern;
-    const char *env = getenv("G4_REPACK");
-    if (!k->repack_q4_K || o->no_repack || (env && !strcmp(env, "0"))) return G4_OK;
+    if (!k->repack_q4_K || o->no_repack || env_zero("G4_REPACK")) return G4_OK;
     uint64_t total = 0;
     int n = 0;
     for (int64_t j = 0; j < RQ_END(m); j++) {
@@ -616,11 +628,10 @@ static g4_status repack_weights(g4_model *m, const g4_model_opts *o, char *err, 
         n++;
     }
     if (!n) return G4_OK;
-    m->rq_copy = total <= SIZE_MAX ? g4_malloc_al64(&m->al, (size_t)total, &m->rq_raw) : NULL;
+    m->rq_copy = weights_block(m, total, &m->rq_raw);
     if (!m->rq_copy) return g4_errf(G4_ERR_NOMEM, err, errlen, "out of memory repacking %d Q4_K matrices (%llu bytes)", n,
                                     (unsigned long long)total);
     m->rq_bytes = (size_t)total;
-    g4_want_huge_pages(&m->al, m->rq_copy, m->rq_bytes);
     size_t off = 0;
     for (size_t i = 0; i < m->n_tensors_bound; i++) {
         g4_tensor *t = &m->tensors[i];
@@ -643,7 +654,8 @@ static g4_status repack_weights(g4_model *m, const g4_model_opts *o, char *err, 
  * one block of anonymous memory given huge pages, where the mapping has 4 KiB pages: a token's
  * weight stream then walks far fewer pages. Zen 5, E2B-shaped Q4_K_M file, g4 bench tg32 in 4
  * alternating pairs each: 1 thread 14.1-15.6 -> 16.2-17.9 t/s, 2 threads 23.3-25.4 -> 25.0-28.0
- * (G4_COPY=0 against the default). Only where huge pages are given (g4_huge_pages_on) and the
+ * (G4_COPY=0 against the default). Skipped with no_repack and with
+ * G4_COPY=0. Only where huge pages are given (g4_huge_pages_on) and the
  * file is mapped; the same bytes, so the same results. The file's pages of them are released
  * (the resident set stays the same). The per-layer token table (a row per layer and token) and
  * the vectors (already copied, fixup_f32) stay. */
@@ -660,8 +672,7 @@ static int cp_candidate(const g4_model *m, const g4_tensor *t) {
 }
 
 static g4_status copy_weights(g4_model *m, const g4_model_opts *o, char *err, size_t errlen) {
-    const char *env = getenv("G4_COPY");
-    if (o->no_repack || (env && !strcmp(env, "0")) || !g4_huge_pages_on(&m->al)) return G4_OK;
+    if (o->no_repack || env_zero("G4_COPY") || !g4_huge_pages_on(&m->al)) return G4_OK;
     uint64_t total = 0;
     int n = 0;
     for (int64_t j = 0; j <= RQ_END(m); j++) {
@@ -672,11 +683,10 @@ static g4_status copy_weights(g4_model *m, const g4_model_opts *o, char *err, si
         n++;
     }
     if (!n) return G4_OK;
-    m->cp_copy = total <= SIZE_MAX ? g4_malloc_al64(&m->al, (size_t)total, &m->cp_raw) : NULL;
+    m->cp_copy = weights_block(m, total, &m->cp_raw);
     if (!m->cp_copy) return g4_errf(G4_ERR_NOMEM, err, errlen, "out of memory copying %d matrices (%llu bytes)", n,
                                     (unsigned long long)total);
     m->cp_bytes = (size_t)total;
-    g4_want_huge_pages(&m->al, m->cp_copy, m->cp_bytes);
     size_t off = 0;
     for (size_t i = 0; i < m->n_tensors_bound; i++) {
         g4_tensor *t = &m->tensors[i];
