@@ -654,7 +654,7 @@ static g4_status repack_weights(g4_model *m, const g4_model_opts *o, char *err, 
  * one block of anonymous memory given huge pages, where the mapping has 4 KiB pages: a token's
  * weight stream then walks far fewer pages. Zen 5, E2B-shaped Q4_K_M file, g4 bench tg32 in 4
  * alternating pairs each: 1 thread 14.1-15.6 -> 16.2-17.9 t/s, 2 threads 23.3-25.4 -> 25.0-28.0
- * (G4_COPY=0 against the default). Skipped with no_repack and with
+ * (G4_COPY=0 against the default). Skipped as the repack is (no_repack, G4_REPACK=0) and with
  * G4_COPY=0. Only where huge pages are given (g4_huge_pages_on) and the
  * file is mapped; the same bytes, so the same results. The file's pages of them are released
  * (the resident set stays the same). The per-layer token table (a row per layer and token) and
@@ -672,7 +672,7 @@ static int cp_candidate(const g4_model *m, const g4_tensor *t) {
 }
 
 static g4_status copy_weights(g4_model *m, const g4_model_opts *o, char *err, size_t errlen) {
-    if (o->no_repack || env_zero("G4_COPY") || !g4_huge_pages_on(&m->al)) return G4_OK;
+    if (o->no_repack || env_zero("G4_REPACK") || env_zero("G4_COPY") || !g4_huge_pages_on(&m->al)) return G4_OK;
     uint64_t total = 0;
     int n = 0;
     for (int64_t j = 0; j <= RQ_END(m); j++) {
