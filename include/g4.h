@@ -91,7 +91,9 @@ typedef struct g4_model_opts {
      * AVX-512 set), the model's matrices of that type are repacked into it at open, in memory
      * of the same size (the file's pages of them are released); and where the OS gives
      * transparent huge pages on request (Linux), the other matrices a decoded token streams are
-     * copied into huge pages the same way. Results are unchanged.
+     * copied into huge pages the same way. Results are unchanged. Together they take at most
+     * 3/4 of the memory available at open (Linux MemAvailable): what does not fit stays as
+     * stored, with a warning (a model near the size of RAM then runs from its file).
      * 1 = keep every matrix as stored, read in place from the file (llama.cpp's --no-repack).
      * $G4_REPACK=0 does the same; $G4_COPY=0 skips only the copy. */
     int          no_repack;

@@ -69,6 +69,27 @@ int g4_huge_pages_on(const g4_allocator *al) {
 #endif
 }
 
+int64_t g4_mem_available(void) {
+    const char *e = getenv("G4_MEM_AVAILABLE"); /* MiB, for tests */
+    if (e && *e) {
+        char *end;
+        const unsigned long long v = strtoull(e, &end, 10);
+        if (!*end && v <= (unsigned long long)(INT64_MAX >> 20)) return (int64_t)v << 20;
+    }
+#if defined(__linux__)
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return -1;
+    char line[128];
+    long long kib = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+    fclose(f);
+    return kib >= 0 && kib <= (INT64_MAX >> 10) ? (int64_t)kib << 10 : -1;
+#else
+    return -1;
+#endif
+}
+
 void g4_free_al64(const g4_allocator *a, void *raw, size_t n) {
     if (raw) g4_free(a, raw, n + 63);
 }

@@ -61,6 +61,9 @@ G4_INTERNAL void  g4_want_huge_pages(const g4_allocator *al, void *p, size_t n);
 /* 1 where g4_want_huge_pages can have an effect: Linux, the libc allocator, and transparent
  * huge pages set to "always" or "madvise" (/sys/kernel/mm/transparent_hugepage/enabled) */
 G4_INTERNAL int   g4_huge_pages_on(const g4_allocator *al);
+/* Bytes of memory the OS can give without swapping: Linux's MemAvailable (/proc/meminfo),
+ * or G4_MEM_AVAILABLE (MiB) where set, for tests; -1 where unknown */
+G4_INTERNAL int64_t g4_mem_available(void);
 G4_INTERNAL void *g4_libc_alloc(void *ud, void *ptr, size_t old_size, size_t new_size);
 
 /* ==== Model ==== */

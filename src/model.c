@@ -604,19 +604,38 @@ static int env_zero(const char *name) {
     return v && !strcmp(v, "0");
 }
 
-/* one 64-byte-aligned block of `total` bytes for matrices moved out of the mapping (repacked or
- * copied), huge pages asked for; NULL when it cannot be had */
-static uint8_t *weights_block(g4_model *m, uint64_t total, void **raw) {
-    uint8_t *p = total <= SIZE_MAX ? g4_malloc_al64(&m->al, (size_t)total, raw) : NULL;
-    if (p) g4_want_huge_pages(&m->al, p, (size_t)total);
+/* The repack and the copy below move matrices out of the file mapping into anonymous memory,
+ * which the OS cannot drop and re-read as it can a mapping's pages: a model near the size of
+ * RAM could then be killed for memory at open instead of running from its file. So together
+ * they take at most 3/4 of the memory available at open (g4_mem_available; the rest is for
+ * the sessions, the matrices read in place and everyone else); what does not fit, or cannot be
+ * allocated, stays as stored (same results, slower), with a warning. move_budget: the bytes
+ * they may take, UINT64_MAX where unknown. */
+static uint64_t move_budget(void) {
+    const int64_t a = g4_mem_available();
+    return a < 0 ? UINT64_MAX : (uint64_t)a / 4 * 3;
+}
+
+/* one 64-byte-aligned block of `total` bytes for `what` (n matrices moved out of the mapping:
+ * repacked or copied), huge pages asked for, within *budget (less it on success); NULL, with a
+ * warning, when it does not fit or cannot be had */
+static uint8_t *weights_block(g4_model *m, uint64_t total, uint64_t *budget, const char *what, int n, void **raw) {
+    uint8_t *p = total <= *budget && total <= SIZE_MAX ? g4_malloc_al64(&m->al, (size_t)total, raw) : NULL;
+    if (!p) {
+        g4_log(m, G4_LOG_WARN, "%d matrices (%.1f MiB) kept as stored, not %s: %s", n, (double)total / 1048576.0, what,
+               total <= *budget ? "out of memory" : "more than 3/4 of the memory available");
+        return NULL;
+    }
+    g4_want_huge_pages(&m->al, p, (size_t)total);
+    *budget -= total;
     return p;
 }
 
 /* Q4_K matrices into the kernel table's repacked layout (kern.h repack_q4_K), where it has
  * one and the caller did not opt out; results are the same bits (test_kern: repacked). */
-static g4_status repack_weights(g4_model *m, const g4_model_opts *o, char *err, size_t errlen) {
+static void repack_weights(g4_model *m, const g4_model_opts *o, uint64_t *budget) {
     const g4_kern *k = m->kern;
-    if (!k->repack_q4_K || o->no_repack || env_zero("G4_REPACK")) return G4_OK;
+    if (!k->repack_q4_K || o->no_repack || env_zero("G4_REPACK")) return;
     uint64_t total = 0;
     int n = 0;
     for (int64_t j = 0; j < RQ_END(m); j++) {
@@ -627,10 +646,12 @@ static g4_status repack_weights(g4_model *m, const g4_model_opts *o, char *err, 
         total += (uint64_t)t->row_bytes * (uint64_t)(t->ne[1] * t->ne[2]);
         n++;
     }
-    if (!n) return G4_OK;
-    m->rq_copy = weights_block(m, total, &m->rq_raw);
-    if (!m->rq_copy) return g4_errf(G4_ERR_NOMEM, err, errlen, "out of memory repacking %d Q4_K matrices (%llu bytes)", n,
-                                    (unsigned long long)total);
+    if (!n) return;
+    m->rq_copy = weights_block(m, total, budget, "repacked", n, &m->rq_raw);
+    if (!m->rq_copy) {
+        for (size_t i = 0; i < m->n_tensors_bound; i++) m->tensors[i].rq = 0;
+        return;
+    }
     m->rq_bytes = (size_t)total;
     size_t off = 0;
     for (size_t i = 0; i < m->n_tensors_bound; i++) {
@@ -646,7 +667,6 @@ static g4_status repack_weights(g4_model *m, const g4_model_opts *o, char *err, 
         off += bytes;
     }
     g4_log(m, G4_LOG_INFO, "repacked %d Q4_K matrices (%.1f MiB) for the %s kernels", n, (double)total / 1048576.0, k->name);
-    return G4_OK;
 }
 
 /* The matrices every decoded token streams whole that the repack left as stored (Q6_K, Q5_0,
@@ -671,8 +691,8 @@ static int cp_candidate(const g4_model *m, const g4_tensor *t) {
            gguf_mapped_range(m->gguf, t->data, t->row_bytes * (size_t)(t->ne[1] * t->ne[2] * t->ne[3]));
 }
 
-static g4_status copy_weights(g4_model *m, const g4_model_opts *o, char *err, size_t errlen) {
-    if (o->no_repack || env_zero("G4_REPACK") || env_zero("G4_COPY") || !g4_huge_pages_on(&m->al)) return G4_OK;
+static void copy_weights(g4_model *m, const g4_model_opts *o, uint64_t *budget) {
+    if (o->no_repack || env_zero("G4_REPACK") || env_zero("G4_COPY") || !g4_huge_pages_on(&m->al)) return;
     uint64_t total = 0;
     int n = 0;
     for (int64_t j = 0; j <= RQ_END(m); j++) {
@@ -682,10 +702,12 @@ static g4_status copy_weights(g4_model *m, const g4_model_opts *o, char *err, si
         total += ((uint64_t)t->row_bytes * (uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]) + 63) / 64 * 64;
         n++;
     }
-    if (!n) return G4_OK;
-    m->cp_copy = weights_block(m, total, &m->cp_raw);
-    if (!m->cp_copy) return g4_errf(G4_ERR_NOMEM, err, errlen, "out of memory copying %d matrices (%llu bytes)", n,
-                                    (unsigned long long)total);
+    if (!n) return;
+    m->cp_copy = weights_block(m, total, budget, "copied into huge pages", n, &m->cp_raw);
+    if (!m->cp_copy) {
+        for (size_t i = 0; i < m->n_tensors_bound; i++) m->tensors[i].cp = 0;
+        return;
+    }
     m->cp_bytes = (size_t)total;
     size_t off = 0;
     for (size_t i = 0; i < m->n_tensors_bound; i++) {
@@ -700,7 +722,6 @@ static g4_status copy_weights(g4_model *m, const g4_model_opts *o, char *err, si
         off += (bytes + 63) / 64 * 64;
     }
     g4_log(m, G4_LOG_INFO, "copied %d matrices (%.1f MiB) into huge pages", n, (double)total / 1048576.0);
-    return G4_OK;
 }
 
 static g4_status open_impl(g4_model *m, const char *path, const void *buf, size_t len, const g4_model_opts *o,
@@ -796,8 +817,10 @@ static g4_status open_impl(g4_model *m, const char *path, const void *buf, size_
     forward_gelu_table(m->gelu_f16);
     m->softcap = m->kern->softcap && m->cfg.softcap > 0.0f && kern_softcap_check(m->kern->softcap, m->cfg.softcap)
                      ? m->kern->softcap : forward_softcap;
-    st = repack_weights(m, o, err, errlen);
-    return st ? st : copy_weights(m, o, err, errlen);
+    uint64_t budget = move_budget();
+    repack_weights(m, o, &budget);
+    copy_weights(m, o, &budget);
+    return G4_OK;
 }
 
 static g4_status model_open(g4_model **out, const char *path, const void *buf, size_t len, const g4_model_opts *opts,

@@ -43,11 +43,23 @@ check "-f with --ids" cmp -s "$tmp/a.ids" "$tmp/d.ids"
 # repacks them at open: the zmm AVX-512 one; elsewhere both runs are the same path)
 if "$MK" "$tmp/q.gguf" --type q4_k --embd-type q8_0 --embd 256 --ff 512 --heads 4 --head-dim 64 --head-dim-full 128 \
         --ple 0 >"$tmp/mk.log" 2>&1; then
-    "$G4" run -m "$tmp/q.gguf" -p "$P" --ids -n 8 --temp 0 -t 2 --dump-logits "$tmp/r1.f32" >"$tmp/r1.ids" 2>/dev/null
+    "$G4" run -m "$tmp/q.gguf" -p "$P" --ids -n 8 --temp 0 -t 2 -v --dump-logits "$tmp/r1.f32" >"$tmp/r1.ids" 2>"$tmp/r1.err"
     "$G4" run -m "$tmp/q.gguf" -p "$P" --ids -n 8 --temp 0 -t 2 --no-repack --dump-logits "$tmp/r2.f32" >"$tmp/r2.ids" 2>/dev/null
     check "Q4_K model: 8 ids" [ "$(tr ',' '\n' <"$tmp/r1.ids" | grep -c '^[0-9][0-9]*$')" -eq 8 ]
     check "--no-repack: same ids" cmp -s "$tmp/r1.ids" "$tmp/r2.ids"
     check "--no-repack: same logits" cmp -s "$tmp/r1.f32" "$tmp/r2.f32"
+    # too little memory available for the repack (G4_MEM_AVAILABLE, MiB, stands in for
+    # MemAvailable): the matrices stay as stored, with a warning, and the results are the same
+    G4_MEM_AVAILABLE=1 "$G4" run -m "$tmp/q.gguf" -p "$P" --ids -n 8 --temp 0 -t 2 --dump-logits "$tmp/r3.f32" \
+        >"$tmp/r3.ids" 2>"$tmp/r3.err"
+    check "1 MiB available: same ids" cmp -s "$tmp/r1.ids" "$tmp/r3.ids"
+    check "1 MiB available: same logits" cmp -s "$tmp/r1.f32" "$tmp/r3.f32"
+    check "1 MiB available: nothing repacked" sh -c "! grep -q 'repacked [0-9]* Q4_K' '$tmp/r3.err'"
+    if grep -q 'repacked [0-9]* Q4_K' "$tmp/r1.err"; then
+        check "1 MiB available: warns the Q4_K matrices stay as stored" grep -q 'kept as stored, not repacked: more than 3/4 of the memory available' "$tmp/r3.err"
+    else
+        echo "  (this kernel set repacks nothing: only the equality checked)" >&2
+    fi
 else
     check "g4-mkmodel --type q4_k" false
 fi
@@ -63,6 +75,10 @@ if "$MK" "$tmp/q6.gguf" --type q6_k --embd-type q6_k --embd 256 --ff 512 --heads
     check "G4_COPY=0: nothing copied" sh -c "! grep -q 'into huge pages' '$tmp/c2.err'"
     if grep -q -E '\[(always|madvise)\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null; then
         check "Q6_K matrices copied into huge pages" grep -q 'copied .* matrices .* into huge pages' "$tmp/c1.err"
+        G4_MEM_AVAILABLE=1 "$G4" run -m "$tmp/q6.gguf" -p "$P" --ids -n 8 --temp 0 -t 2 --dump-logits "$tmp/c3.f32" \
+            >"$tmp/c3.ids" 2>"$tmp/c3.err"
+        check "1 MiB available: same logits, not copied" cmp -s "$tmp/c1.f32" "$tmp/c3.f32"
+        check "1 MiB available: warns the matrices stay as stored" grep -q 'kept as stored, not copied into huge pages' "$tmp/c3.err"
     else
         echo "  (no transparent huge pages on request here: the copy is not made, only the equality checked)" >&2
     fi
