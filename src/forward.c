@@ -317,12 +317,14 @@ static void norm_task(void *vctx, int64_t i0, int64_t i1, int thread) {
         }
 }
 
-/* rows [r0, T), a share of them per thread */
+/* rows [r0, T), a share of them per thread; up to 8 rows on the calling thread: their sums
+ * run side by side in the time of one (forward_rms_norm_n), so a pool pass would only add its
+ * hand-over (verification and batched decode: ~140 of them per step) */
 static void norm_run(g4_work *w, norm_arg *a, int r0, int T) {
     if (r0 >= T) return;
     a->work = w, a->r0 = r0;
     const int64_t n = T - r0, nt = w->n_threads;
-    pool_for(w->m->pool, n, (n + nt - 1) / nt, norm_task, a);
+    pool_for(w->m->pool, n, n <= 8 ? n : (n + nt - 1) / nt, norm_task, a);
 }
 
 /* Rows [r0, T) of inpL: inpL = inpL + RMS(d, norm), d normed in place (stride n_embd).
