@@ -176,6 +176,11 @@ static g4_matmul_fn mm_pick(const mm_ctx *c, int t) {
     const g4_matmul_fn fn = col < 0 ? kern_pick(c->kern, c->w->type, 1, 0, c->w->ne[0], c->w->ne[1], c->flags)
                                     : kern_pick(c->kern, c->w->type, c->N, col, c->w->ne[0], c->w->ne[1], c->flags);
     if (!c->w->rq) return fn;
+    /* a repacked Q6_K matrix: its one order from its tiles */
+    if (c->w->type == G4_TYPE_Q6_K) {
+        G4_ASSERT(fn == c->kern->matmul[G4_TYPE_Q6_K]);
+        return c->kern->matmul_rq6;
+    }
     /* a repacked Q4_K matrix: the same order from its tiles */
     G4_ASSERT(fn == c->kern->matmul[G4_TYPE_Q4_K] || fn == c->kern->matmul_grp[G4_TYPE_Q4_K]);
     return c->kern->matmul_rq[fn != c->kern->matmul[G4_TYPE_Q4_K]];
@@ -284,7 +289,7 @@ static void embed(g4_work *w) {
     const float sc = sqrtf((float)E);
     for (int t = 0; t < w->T; t++) {
         float *x = w->inpL + (size_t)t * E;
-        quant_dequant_row(m->token_embd->type, m->token_embd->data + (size_t)w->tok[t] * m->token_embd->row_bytes, x, E);
+        model_row_f32(m->token_embd, w->tok[t], x);
         for (int64_t i = 0; i < E; i++) x[i] *= sc;
     }
 }

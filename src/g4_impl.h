@@ -77,7 +77,8 @@ typedef struct g4_tensor {        /* a validated view of one GGUF tensor */
                                    * a 3-D expert tensor holds ne[2] matrices of ne[1] rows,
                                    * expert e at data + e*ne[1]*row_bytes */
     int            rq;            /* 1 = data is a copy in the kernel table's repacked layout
-                                   * (kern.h repack_q4_K; matmuls take matmul_rq), not the file's */
+                                   * (kern.h repack_q4_K / repack_q6_K; matmuls take matmul_rq /
+                                   * matmul_rq6, lookups model_row_f32), not the file's */
     int            cp;            /* 1 = data is a plain copy of the file's bytes in huge pages
                                    * (model.c copy_weights) */
 } g4_tensor;
@@ -202,5 +203,8 @@ struct g4_model {
 G4_INTERNAL g4_status model_open_mem(g4_model **out, const void *buf, size_t len, const char *name,
                                      const g4_model_opts *opts, char *err, size_t errlen);
 G4_INTERNAL void g4_log(const g4_model *m, int level, const char *fmt, ...) G4_PRINTF(3, 4);
+/* row r of the matrix t (a lookup: token embeddings) as n = t->ne[0] floats, dequantized as
+ * stored in the file, from the repacked tiles where t->rq */
+G4_INTERNAL void model_row_f32(const g4_tensor *t, int64_t r, float *out);
 
 #endif /* G4_IMPL_H */

@@ -19,6 +19,7 @@
 #include "g4_impl.h"
 #include "kern/kern.h"
 #include "pool.h"
+#include "quant/quant_ref.h"
 #include "quant/quant.h"
 #include "tokenizer.h"
 
@@ -553,6 +554,18 @@ static void warn_unused(loader *ld) {
                ld->fname, unused, gguf_tensor_at(ld->f, first)->name);
 }
 
+/* ==== Lookups ==== */
+
+void model_row_f32(const g4_tensor *t, int64_t r, float *out) {
+    if (!t->rq) { quant_dequant_row(t->type, t->data + (size_t)r * t->row_bytes, out, t->ne[0]); return; }
+    G4_ASSERT(t->type == G4_TYPE_Q6_K); /* the only repacked type looked up (rq_candidate) */
+    uint8_t b[210];
+    for (int64_t i = 0; i < t->ne[0] / 256; i++) {
+        kern_q6_K_rq_block(t->data, t->row_bytes, r, i, b);
+        quant_dequant_row(G4_TYPE_Q6_K, b, out + 256 * i, 256);
+    }
+}
+
 /* ==== Open / close ==== */
 
 static int online_cpus(void) {
@@ -561,11 +574,14 @@ static int online_cpus(void) {
 }
 
 /* The matrices the forward pass multiplies (forward_matmul: layers, per-layer embedding
- * projections, an untied head; moe.c: the experts, each a whole number of tiles) that the
- * table can repack: Q4_K in 16-row tiles. Embedding tables (row lookups) stay as stored. */
+ * projections, the head; moe.c: the experts, each a whole number of tiles) that the table can
+ * repack: Q4_K and Q6_K in 16-row tiles. Embedding tables (row lookups) stay as stored, but
+ * for a tied head in Q6_K: its lookups read a row back from the tiles (model_row_f32). */
 static int rq_candidate(const g4_model *m, const g4_tensor *t) {
-    return t && t->type == G4_TYPE_Q4_K && t->ne[3] == 1 && t->ne[1] % 16 == 0 && !t->rq && t != m->token_embd &&
-           t != m->per_layer_token_embd;
+    if (!t || t->ne[3] != 1 || t->ne[1] % 16 || t->rq || t == m->per_layer_token_embd) return 0;
+    if (t->type == G4_TYPE_Q4_K) return m->kern->repack_q4_K && t != m->token_embd;
+    if (t->type == G4_TYPE_Q6_K) return m->kern->repack_q6_K && m->kern->matmul_rq6 && (t != m->token_embd || !m->output);
+    return 0;
 }
 
 #define RQ_PER 13 /* matrices per layer */
@@ -580,12 +596,12 @@ static const g4_tensor *rq_matrix(const g4_model *m, int64_t j) {
         return ts[j % RQ_PER];
     }
     j -= RQ_PER * nl;
-    return j == 0 ? m->output : j == 1 ? m->per_layer_model_proj : NULL;
+    return j == 0 ? (m->output ? m->output : m->token_embd) : j == 1 ? m->per_layer_model_proj : NULL;
 }
 #define RQ_END(m) (RQ_PER * (int64_t)(m)->cfg.n_layer + 2)
 
 typedef struct rq_job {
-    const g4_kern *k;
+    void (*repack)(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in, int64_t n_out);
     uint8_t *dst;
     const uint8_t *src;
     size_t wrb;
@@ -596,7 +612,7 @@ static void rq_task(void *ctx, int64_t i0, int64_t i1, int thread) { /* tiles [i
     (void)thread;
     const rq_job *j = ctx;
     const size_t off = (size_t)i0 * 16 * j->wrb;
-    j->k->repack_q4_K(j->dst + off, j->src + off, j->wrb, j->n_in, 16 * (i1 - i0));
+    j->repack(j->dst + off, j->src + off, j->wrb, j->n_in, 16 * (i1 - i0));
 }
 
 static int env_zero(const char *name) {
@@ -631,11 +647,12 @@ static uint8_t *weights_block(g4_model *m, uint64_t total, uint64_t *budget, con
     return p;
 }
 
-/* Q4_K matrices into the kernel table's repacked layout (kern.h repack_q4_K), where it has
- * one and the caller did not opt out; results are the same bits (test_kern: repacked). */
+/* Q4_K and Q6_K matrices into the kernel table's repacked layouts (kern.h repack_q4_K,
+ * repack_q6_K), where it has them and the caller did not opt out; results are the same bits
+ * (test_kern: repacked). */
 static void repack_weights(g4_model *m, const g4_model_opts *o, uint64_t *budget) {
     const g4_kern *k = m->kern;
-    if (!k->repack_q4_K || o->no_repack || env_zero("G4_REPACK")) return;
+    if ((!k->repack_q4_K && !k->repack_q6_K) || o->no_repack || env_zero("G4_REPACK")) return;
     uint64_t total = 0;
     int n = 0;
     for (int64_t j = 0; j < RQ_END(m); j++) {
@@ -660,13 +677,15 @@ static void repack_weights(g4_model *m, const g4_model_opts *o, uint64_t *budget
         const int64_t rows = t->ne[1] * t->ne[2]; /* experts: ne[2] matrices of whole tiles */
         const size_t bytes = t->row_bytes * (size_t)rows;
         gguf_will_read(m->gguf, t->data, bytes);
-        rq_job j = { .k = k, .dst = m->rq_copy + off, .src = t->data, .wrb = t->row_bytes, .n_in = t->ne[0] };
+        rq_job j = { .repack = t->type == G4_TYPE_Q6_K ? k->repack_q6_K : k->repack_q4_K, .dst = m->rq_copy + off,
+                     .src = t->data, .wrb = t->row_bytes, .n_in = t->ne[0] };
         pool_for(m->pool, rows / 16, 64, rq_task, &j);
         gguf_drop_pages(m->gguf, t->data, bytes);
         t->data = m->rq_copy + off;
         off += bytes;
     }
-    g4_log(m, G4_LOG_INFO, "repacked %d Q4_K matrices (%.1f MiB) for the %s kernels", n, (double)total / 1048576.0, k->name);
+    g4_log(m, G4_LOG_INFO, "repacked %d Q4_K / Q6_K matrices (%.1f MiB) for the %s kernels", n, (double)total / 1048576.0,
+           k->name);
 }
 
 /* The matrices every decoded token streams whole that the repack left as stored (Q6_K, Q5_0,

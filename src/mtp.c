@@ -94,7 +94,7 @@ const float *mtp_step(mtp_state *st, int32_t tok, int32_t pos, const float *h_in
     /* ref: gemma4-assistant.cpp: x = get_rows(target tok_embd, tokens) * sqrtf(n_embd_backbone),
      * concat(x, inp_h) along the row, mul_mat(nextn_proj_pre, xh) */
     const g4_tensor *te = tm->token_embd;
-    quant_dequant_row(te->type, te->data + (size_t)tok * te->row_bytes, st->xh, E);
+    model_row_f32(te, tok, st->xh); /* E columns: the assistant checked it against the target */
     const float sc = sqrtf((float)E);
     for (int64_t i = 0; i < E; i++) st->xh[i] *= sc;
     memcpy(st->xh + E, h_in, (size_t)E * sizeof(float));

@@ -343,6 +343,19 @@ static void bench_batched(const g4_kern *k, int reps, const char *types) {
             }
             free(wp);
         }
+        /* Q6_K stored repacked at open (kern.h repack_q6_K): its one order from the tiles */
+        if (BT[ti] == G4_TYPE_Q6_K && k->repack_q6_K && k->matmul_rq6) {
+            uint8_t *wp = aligned_alloc(64, (bytes + 63) / 64 * 64);
+            k->repack_q6_K(wp, w, quant_row_bytes(BT[ti], n_in), n_in, n_out);
+            printf("\n%-6s", "  rq");
+            for (int nt = 1; nt <= 8; nt *= 2) {
+                double b;
+                time_matmul_g(k, NULL, BT[ti], wp, n_in, n_out, nt, reps, n_out, &b, k->matmul_rq6);
+                const double ns = b * 1e9 / (double)n_out / nt;
+                printf("  n_tok %d  %6.2f ns (%3.0f%%)", nt, ns, 100.0 * ns / one);
+            }
+            free(wp);
+        }
         /* the same tokens in decode order (each token the one-token kernel's bits: what
          * G4_EVAL_DECODE_ORDER, i.e. speculative verification, runs) where that is another kernel */
         if (kern_pick(k, BT[ti], 8, 0, n_in, n_out, 0) != k->matmul[BT[ti]]) {

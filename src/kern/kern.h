@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "quant/quant.h"
 
@@ -70,6 +71,13 @@ typedef struct g4_kern {
     void          (*repack_q4_K)(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in,
                                  int64_t n_out);
     g4_matmul_fn    matmul_rq[2];
+    /* Q6_K matrices stored repacked, the same way (repack_q6_K: 16-row tiles in the same bytes;
+     * matmul_rq6 gives from them the bits of matmul[Q6_K], its one order for any number of
+     * columns; kern_q6_K_rq_row reads a row back). NULL = none (the zmm AVX-512 tables have
+     * them: kern_x86_rq6k.h, which defines the tile layout). */
+    void          (*repack_q6_K)(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in,
+                                 int64_t n_out);
+    g4_matmul_fn    matmul_rq6;
     g4_quant_act_fn quantize_act[G4_TYPE_COUNT];   /* by dot type: F32, F16, BF16, Q8_0, Q8_1, Q8_K */
     /* Q8_0/Q8_1 activation scale: 0 = x86 SIMD convention (id = 127/amax), 1 = llama.cpp's
      * arm64 build (id = 1/(amax/127)); both round half to even (quant_ref.h) */
@@ -108,6 +116,15 @@ typedef struct g4_kern {
     int             attn_hull;
     int             tb_k_bf16;  /* tinyBLAS's k multiple for BF16 where not vec_w (32: vdpbf16ps) */
 } g4_kern;
+
+/* Row r's super-block i (210 bytes, as in the file) back from a Q6_K matrix stored repacked
+ * (repack_q6_K's 16-row tiles of row bytes wrb; layout: kern_x86_rq6k.h) */
+static inline void kern_q6_K_rq_block(const uint8_t *w, size_t wrb, int64_t r, int64_t i, uint8_t *out) {
+    const uint8_t *sb = w + (size_t)(r & ~(int64_t)15) * wrb + (size_t)i * 3360;
+    const size_t rr = (size_t)(r & 15);
+    for (int k = 0; k < 52; k++) memcpy(out + 4 * k, sb + 64 * k + 4 * rr, 4);
+    memcpy(out + 208, sb + 3328 + 2 * rr, 2);
+}
 
 /* the portable GeGLU (the scalar table's; the SIMD ones equal it bit for bit) */
 void kern_geglu_ref(float *restrict gate, const float *restrict up, const uint16_t *restrict tab, int64_t n);

@@ -1625,6 +1625,7 @@ DEF_MM_TILE(q4_0_z, CALL_Q4_0_Z)
 DEF_MM_TILE(q4_K_z, CALL_Q4_K_Z)
 DEF_MM_TILE(q4_K_grp_zt, CALL_Q4_K_GZ)
 #include "kern_x86_rq4k.h" /* mm_q4_K_grp_z: mm_q4_K_grp_zt below RQ_MIN tokens */
+#include "kern_x86_rq6k.h" /* Q6_K stored repacked: mm_q6_K_rq_z */
 #endif
 #define CALL_IQ4_XS_P(wr, x, xrb, n, T, o, pf, pft) ((void)(pf), tile_iq4_xs(wr, x, xrb, n, T, o))
 DEF_MM_TILE(iq4_xs_p, CALL_IQ4_XS_P)
@@ -2767,6 +2768,9 @@ static void softcap_x86(float *y, int64_t n, float c) {
 #define mm_q4_K_rq1 NULL
 #define mm_q4_K_rqg NULL
 #define KX_RQ_REPACK_z rq16_repack
+#define KX_RQ6_REPACK NULL
+#define mm_q6_K_rq NULL
+#define KX_RQ6_REPACK_z rq6_repack
 #define KX_TABLE(MM_BF16, MM_BF16_GRP, TB_K_BF16, Z) {                                      \
     .name = KX_NAME,                                                                        \
     .geglu = geglu_x86,                                                                     \
@@ -2795,6 +2799,7 @@ static void softcap_x86(float *y, int64_t n, float c) {
     },                                                                                      \
     .matmul_f16x = { mmx_f16, mmx_f16_tb },                                                 \
     .repack_q4_K = KX_RQ_REPACK##Z, .matmul_rq = { mm_q4_K_rq1##Z, mm_q4_K_rqg##Z },         \
+    .repack_q6_K = KX_RQ6_REPACK##Z, .matmul_rq6 = mm_q6_K_rq##Z,                           \
     .round_f16 = round_f16_x86,                                                             \
     .tb_k_bf16 = TB_K_BF16,                                                                 \
 }

@@ -63,19 +63,40 @@ if "$MK" "$tmp/q.gguf" --type q4_k --embd-type q8_0 --embd 256 --ff 512 --heads 
 else
     check "g4-mkmodel --type q4_k" false
 fi
-# the streamed matrices copied into huge pages at open (model.c copy_weights; where the kernel
-# hands out transparent huge pages): the same ids and logits as read in place (G4_COPY=0)
+# Q6_K matrices repacked at open (where the kernel set does it: the zmm AVX-512 one), the tied
+# Q6_K head too, whose embedding lookups then read rows back from its tiles: the same ids and
+# logits as from the matrices as stored
 if "$MK" "$tmp/q6.gguf" --type q6_k --embd-type q6_k --embd 256 --ff 512 --heads 4 --head-dim 64 --head-dim-full 128 \
         --ple 0 >"$tmp/mk.log" 2>&1; then
-    "$G4" run -m "$tmp/q6.gguf" -p "$P" --ids -n 8 --temp 0 -t 2 -v --dump-logits "$tmp/c1.f32" >"$tmp/c1.ids" 2>"$tmp/c1.err"
-    G4_COPY=0 "$G4" run -m "$tmp/q6.gguf" -p "$P" --ids -n 8 --temp 0 -t 2 -v --dump-logits "$tmp/c2.f32" >"$tmp/c2.ids" 2>"$tmp/c2.err"
-    check "Q6_K model: 8 ids" [ "$(tr ',' '\n' <"$tmp/c1.ids" | grep -c '^[0-9][0-9]*$')" -eq 8 ]
+    "$G4" run -m "$tmp/q6.gguf" -p "$P" --ids -n 8 --temp 0 -t 2 -v --dump-logits "$tmp/s1.f32" >"$tmp/s1.ids" 2>"$tmp/s1.err"
+    "$G4" run -m "$tmp/q6.gguf" -p "$P" --ids -n 8 --temp 0 -t 2 --no-repack --dump-logits "$tmp/s2.f32" >"$tmp/s2.ids" 2>/dev/null
+    check "Q6_K model: 8 ids" [ "$(tr ',' '\n' <"$tmp/s1.ids" | grep -c '^[0-9][0-9]*$')" -eq 8 ]
+    check "Q6_K --no-repack: same ids" cmp -s "$tmp/s1.ids" "$tmp/s2.ids"
+    check "Q6_K --no-repack: same logits" cmp -s "$tmp/s1.f32" "$tmp/s2.f32"
+    if grep -q 'repacked [0-9]* Q4_K / Q6_K' "$tmp/s1.err"; then
+        G4_MEM_AVAILABLE=1 "$G4" run -m "$tmp/q6.gguf" -p "$P" --ids -n 8 --temp 0 -t 2 --dump-logits "$tmp/s3.f32" \
+            >"$tmp/s3.ids" 2>"$tmp/s3.err"
+        check "Q6_K, 1 MiB available: same logits" cmp -s "$tmp/s1.f32" "$tmp/s3.f32"
+        check "Q6_K, 1 MiB available: warns the matrices stay as stored" grep -q 'kept as stored, not repacked' "$tmp/s3.err"
+    else
+        echo "  (this kernel set repacks no Q6_K: only the equality checked)" >&2
+    fi
+else
+    check "g4-mkmodel --type q6_k" false
+fi
+# the streamed matrices copied into huge pages at open (model.c copy_weights; where the kernel
+# hands out transparent huge pages): the same ids and logits as read in place (G4_COPY=0)
+if "$MK" "$tmp/q5.gguf" --type q5_k --embd-type q5_k --embd 256 --ff 512 --heads 4 --head-dim 64 --head-dim-full 128 \
+        --ple 0 >"$tmp/mk.log" 2>&1; then
+    "$G4" run -m "$tmp/q5.gguf" -p "$P" --ids -n 8 --temp 0 -t 2 -v --dump-logits "$tmp/c1.f32" >"$tmp/c1.ids" 2>"$tmp/c1.err"
+    G4_COPY=0 "$G4" run -m "$tmp/q5.gguf" -p "$P" --ids -n 8 --temp 0 -t 2 -v --dump-logits "$tmp/c2.f32" >"$tmp/c2.ids" 2>"$tmp/c2.err"
+    check "Q5_K model: 8 ids" [ "$(tr ',' '\n' <"$tmp/c1.ids" | grep -c '^[0-9][0-9]*$')" -eq 8 ]
     check "G4_COPY=0: same ids" cmp -s "$tmp/c1.ids" "$tmp/c2.ids"
     check "G4_COPY=0: same logits" cmp -s "$tmp/c1.f32" "$tmp/c2.f32"
     check "G4_COPY=0: nothing copied" sh -c "! grep -q 'into huge pages' '$tmp/c2.err'"
     if grep -q -E '\[(always|madvise)\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null; then
-        check "Q6_K matrices copied into huge pages" grep -q 'copied .* matrices .* into huge pages' "$tmp/c1.err"
-        G4_MEM_AVAILABLE=1 "$G4" run -m "$tmp/q6.gguf" -p "$P" --ids -n 8 --temp 0 -t 2 --dump-logits "$tmp/c3.f32" \
+        check "Q5_K matrices copied into huge pages" grep -q 'copied .* matrices .* into huge pages' "$tmp/c1.err"
+        G4_MEM_AVAILABLE=1 "$G4" run -m "$tmp/q5.gguf" -p "$P" --ids -n 8 --temp 0 -t 2 --dump-logits "$tmp/c3.f32" \
             >"$tmp/c3.ids" 2>"$tmp/c3.err"
         check "1 MiB available: same logits, not copied" cmp -s "$tmp/c1.f32" "$tmp/c3.f32"
         check "1 MiB available: warns the matrices stay as stored" grep -q 'kept as stored, not copied into huge pages' "$tmp/c3.err"
@@ -83,7 +104,7 @@ if "$MK" "$tmp/q6.gguf" --type q6_k --embd-type q6_k --embd 256 --ff 512 --heads
         echo "  (no transparent huge pages on request here: the copy is not made, only the equality checked)" >&2
     fi
 else
-    check "g4-mkmodel --type q6_k" false
+    check "g4-mkmodel --type q5_k" false
 fi
 for c in f32 q8_0; do
     "$G4" run -m "$M" -p "$P" --ids -n 4 --temp 0 --cache-type $c >"$tmp/e.ids" 2>/dev/null
