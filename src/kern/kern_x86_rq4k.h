@@ -291,10 +291,20 @@ static void rq16_repack(uint8_t *restrict dst, const uint8_t *restrict src, size
         rq16_repack_tile(dst + (size_t)r * wrb, src + (size_t)r * wrb, wrb, n_in / 256);
 }
 
+/* a token's carried f32 lanes, or +0 where the sum starts (fresh: no memset of the state; an
+ * FMA onto +0 is the same operation either way) */
+KINLINE __m512 rq_st(const float *p, int z) { return z ? _mm512_setzero_ps() : _mm512_load_ps(p); }
+/* the 16 f32 lanes of a tile's rows rt .. rt + 15 into y[rt ..], only rows [r0, r1) */
+KINLINE void rq_store(float *restrict y, int64_t rt, int64_t r0, int64_t r1, __m512 v) {
+    if (r0 == rt && r1 == rt + 16) _mm512_storeu_ps(y + rt, v);
+    else _mm512_mask_storeu_ps(y + rt, (__mmask16)(((1u << (r1 - rt)) - 1) & ~((1u << (r0 - rt)) - 1)), v);
+}
+
 /* ns repacked super-blocks at p (i0 .. of the rows) x T tokens (x: token 0's Q8_K row, xrb
- * apart); st[t]: token t's acc / accm lanes, carried over calls; pf: prefetch RQ16_PF ahead */
+ * apart); st[t]: token t's acc / accm lanes, carried over calls; pf: prefetch RQ16_PF ahead;
+ * fresh: the state starts here (at super-block 0) */
 KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict x, size_t xrb, int64_t i0,
-                      const int T, const int grp, float (*restrict st)[2][16], const int pf) {
+                      const int T, const int grp, float (*restrict st)[2][16], const int pf, const int fresh) {
     const __m512i zero = _mm512_setzero_si512(), m4 = _mm512_set1_epi8(0x0f), ff = _mm512_set1_epi32(0xff);
     const __m512i k1 = _mm512_set1_epi32(0x3f3f3f3f), k2 = _mm512_set1_epi32(0x0f0f0f0f), k3 = _mm512_set1_epi32(0x03030303);
     const __m512i mlo = _mm512_broadcast_i32x4(_mm_setr_epi8(0, -1, 1, -1, 4, -1, 5, -1, 8, -1, 9, -1, 12, -1, 13, -1));
@@ -352,8 +362,9 @@ KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict
                 const __m512i im = _mm512_madd_epi16(mn, _mm512_set1_epi32(bsw[t][k]));
                 if (grp) {
                     const __m512 da = _mm512_set1_ps(dat[t]);
-                    _mm512_store_ps(st[t][0], _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_mul_ps(d, da), _mm512_load_ps(st[t][0])));
-                    _mm512_store_ps(st[t][1], _mm512_fmadd_ps(_mm512_cvtepi32_ps(im), _mm512_mul_ps(dm, da), _mm512_load_ps(st[t][1])));
+                    const int z = fresh && j == 0 && k == 0;
+                    _mm512_store_ps(st[t][0], _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_mul_ps(d, da), rq_st(st[t][0], z)));
+                    _mm512_store_ps(st[t][1], _mm512_fmadd_ps(_mm512_cvtepi32_ps(im), _mm512_mul_ps(dm, da), rq_st(st[t][1], z)));
                 } else {
                     isb[t] = is;
                     imb[t] = k ? _mm512_add_epi32(imb[t], im) : im;
@@ -364,8 +375,9 @@ KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict
             KUNROLL
             for (int t = 0; t < T; t++) {
                 const __m512 da = _mm512_set1_ps(dat[t]);
-                _mm512_store_ps(st[t][0], _mm512_fmadd_ps(_mm512_cvtepi32_ps(isb[t]), _mm512_mul_ps(d, da), _mm512_load_ps(st[t][0])));
-                _mm512_store_ps(st[t][1], _mm512_fmadd_ps(_mm512_cvtepi32_ps(imb[t]), _mm512_mul_ps(dm, da), _mm512_load_ps(st[t][1])));
+                const int z = fresh && j == 0;
+                _mm512_store_ps(st[t][0], _mm512_fmadd_ps(_mm512_cvtepi32_ps(isb[t]), _mm512_mul_ps(d, da), rq_st(st[t][0], z)));
+                _mm512_store_ps(st[t][1], _mm512_fmadd_ps(_mm512_cvtepi32_ps(imb[t]), _mm512_mul_ps(dm, da), rq_st(st[t][1], z)));
             }
     }
 }
@@ -375,12 +387,12 @@ KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict
  * copies of SIMDe's emulation would add minutes to its compile) */
 static __attribute__((noinline)) void rq16_run_rt(const uint8_t *restrict p, int ns, const uint8_t *restrict x,
                                                    size_t xrb, int64_t i0, int T, int grp, float (*restrict st)[2][16],
-                                                   int pf) {
-    rq16_run(p, ns, x, xrb, i0, T, grp, st, pf);
+                                                   int pf, int fresh) {
+    rq16_run(p, ns, x, xrb, i0, T, grp, st, pf, fresh);
 }
-#define RQ16_RUN(p, ns, x, xrb, i0, T, grp, st, pf) rq16_run_rt(p, ns, x, xrb, i0, T, grp, st, pf)
+#define RQ16_RUN(p, ns, x, xrb, i0, T, grp, st, pf, fr) rq16_run_rt(p, ns, x, xrb, i0, T, grp, st, pf, fr)
 #else
-#define RQ16_RUN(p, ns, x, xrb, i0, T, grp, st, pf) rq16_run(p, ns, x, xrb, i0, T, grp, st, pf)
+#define RQ16_RUN(p, ns, x, xrb, i0, T, grp, st, pf, fr) rq16_run(p, ns, x, xrb, i0, T, grp, st, pf, fr)
 #endif
 
 /* the Q4_K matmul over repacked tiles (kern.h contract; w as rq16_repack left it). Rows
@@ -396,27 +408,24 @@ KINLINE void mm_q4_K_rq(float *restrict y, size_t ldy, const uint8_t *restrict w
         const int64_t r0 = rt < row0 ? row0 : rt, r1 = rt + 16 < row1 ? rt + 16 : row1;
         for (int tb = 0; tb < n_tok; tb += RQ_TB) {
             const int ntb = n_tok - tb < RQ_TB ? n_tok - tb : RQ_TB;
-            memset(st, 0, (size_t)ntb * sizeof st[0]);
             const uint8_t *xt = x + (size_t)tb * xq_row_bytes;
             for (int64_t i0 = 0; i0 < nb; i0 += RQ_SBC) {
                 const int ns = nb - i0 < RQ_SBC ? (int)(nb - i0) : RQ_SBC;
                 const uint8_t *p = tile + (size_t)i0 * RQ16_SB;
+                const int fr = i0 == 0;
                 for (int t = 0; t < ntb; t += RQ16_TG) {
                     const uint8_t *xg = xt + (size_t)t * xq_row_bytes;
                     const int pf = tb == 0 && t == 0;
                     switch (ntb - t < RQ16_TG ? ntb - t : RQ16_TG) {
-                    case 4: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 4, grp, st + t, pf); break;
-                    case 3: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 3, grp, st + t, pf); break;
-                    case 2: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 2, grp, st + t, pf); break;
-                    default: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 1, grp, st + t, pf); break;
+                    case 4: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 4, grp, st + t, pf, fr); break;
+                    case 3: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 3, grp, st + t, pf, fr); break;
+                    case 2: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 2, grp, st + t, pf, fr); break;
+                    default: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 1, grp, st + t, pf, fr); break;
                     }
                 }
             }
-            for (int t = 0; t < ntb; t++) {
-                float v[16];
-                _mm512_storeu_ps(v, _mm512_sub_ps(_mm512_load_ps(st[t][0]), _mm512_load_ps(st[t][1])));
-                memcpy(y + (size_t)(tb + t) * ldy + (size_t)r0, v + (r0 - rt), (size_t)(r1 - r0) * sizeof(float));
-            }
+            for (int t = 0; t < ntb; t++)
+                rq_store(y + (size_t)(tb + t) * ldy, rt, r0, r1, _mm512_sub_ps(_mm512_load_ps(st[t][0]), _mm512_load_ps(st[t][1])));
         }
     }
 }

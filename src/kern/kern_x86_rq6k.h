@@ -83,9 +83,10 @@ static const uint8_t RQ6_S2[2][64] __attribute__((aligned(64))) = {
 KINLINE __m512i rq6_bcast(const uint8_t *p) { int32_t v; memcpy(&v, p, 4); return _mm512_set1_epi32(v); }
 
 /* ns repacked super-blocks at p (i0 .. of the rows) x T tokens (x: token 0's Q8_K row, xrb
- * apart); st[t][L]: token t's acc lane L of the 16 rows, carried over calls; pf: prefetch */
+ * apart); st[t][L]: token t's acc lane L of the 16 rows, carried over calls; pf: prefetch;
+ * fresh: the state starts here (rq_st) */
 KINLINE void rq6_run(const uint8_t *restrict p, int ns, const uint8_t *restrict x, size_t xrb, int64_t i0,
-                     const int T, float (*restrict st)[8][16], const int pf) {
+                     const int T, float (*restrict st)[8][16], const int pf, const int fresh) {
     const __m512i zero = _mm512_setzero_si512(), m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
     for (int j = 0; j < ns; j++, p += RQ6_SB) {
         if (pf)
@@ -136,7 +137,7 @@ KINLINE void rq6_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
                 }
                 RQ6_UNROLL
                 for (int t = 0; t < T; t++)
-                    _mm512_store_ps(st[t][L], _mm512_fmadd_ps(dd[t], _mm512_cvtepi32_ps(acc[t]), _mm512_load_ps(st[t][L])));
+                    _mm512_store_ps(st[t][L], _mm512_fmadd_ps(dd[t], _mm512_cvtepi32_ps(acc[t]), rq_st(st[t][L], fresh && j == 0)));
             }
         }
     }
@@ -144,12 +145,12 @@ KINLINE void rq6_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
 
 #if defined(G4_SIMDE_AVX512)
 static __attribute__((noinline)) void rq6_run_rt(const uint8_t *restrict p, int ns, const uint8_t *restrict x, size_t xrb,
-                                                 int64_t i0, int T, float (*restrict st)[8][16], int pf) {
-    rq6_run(p, ns, x, xrb, i0, T, st, pf);
+                                                 int64_t i0, int T, float (*restrict st)[8][16], int pf, int fresh) {
+    rq6_run(p, ns, x, xrb, i0, T, st, pf, fresh);
 }
-#define RQ6_RUN(p, ns, x, xrb, i0, T, st, pf) rq6_run_rt(p, ns, x, xrb, i0, T, st, pf)
+#define RQ6_RUN(p, ns, x, xrb, i0, T, st, pf, fr) rq6_run_rt(p, ns, x, xrb, i0, T, st, pf, fr)
 #else
-#define RQ6_RUN(p, ns, x, xrb, i0, T, st, pf) rq6_run(p, ns, x, xrb, i0, T, st, pf)
+#define RQ6_RUN(p, ns, x, xrb, i0, T, st, pf, fr) rq6_run(p, ns, x, xrb, i0, T, st, pf, fr)
 #endif
 
 /* the Q6_K matmul over repacked tiles (kern.h contract; w as rq6_repack left it). Rows
@@ -164,19 +165,19 @@ static void mm_q6_K_rq_z(float *restrict y, size_t ldy, const uint8_t *restrict 
         const int64_t r0 = rt < row0 ? row0 : rt, r1 = rt + 16 < row1 ? rt + 16 : row1;
         for (int tb = 0; tb < n_tok; tb += RQ6_TB) {
             const int ntb = n_tok - tb < RQ6_TB ? n_tok - tb : RQ6_TB;
-            memset(st, 0, (size_t)ntb * sizeof st[0]);
             const uint8_t *xt = x + (size_t)tb * xq_row_bytes;
             for (int64_t i0 = 0; i0 < nb; i0 += RQ6_SBC) {
                 const int ns = nb - i0 < RQ6_SBC ? (int)(nb - i0) : RQ6_SBC;
                 const uint8_t *p = tile + (size_t)i0 * RQ6_SB;
+                const int fr = i0 == 0;
                 for (int t = 0; t < ntb; t += RQ6_TG) {
                     const uint8_t *xg = xt + (size_t)t * xq_row_bytes;
                     const int pf = tb == 0 && t == 0;
                     switch (ntb - t < RQ6_TG ? ntb - t : RQ6_TG) {
-                    case 4: RQ6_RUN(p, ns, xg, xq_row_bytes, i0, 4, st + t, pf); break;
-                    case 3: RQ6_RUN(p, ns, xg, xq_row_bytes, i0, 3, st + t, pf); break;
-                    case 2: RQ6_RUN(p, ns, xg, xq_row_bytes, i0, 2, st + t, pf); break;
-                    default: RQ6_RUN(p, ns, xg, xq_row_bytes, i0, 1, st + t, pf); break;
+                    case 4: RQ6_RUN(p, ns, xg, xq_row_bytes, i0, 4, st + t, pf, fr); break;
+                    case 3: RQ6_RUN(p, ns, xg, xq_row_bytes, i0, 3, st + t, pf, fr); break;
+                    case 2: RQ6_RUN(p, ns, xg, xq_row_bytes, i0, 2, st + t, pf, fr); break;
+                    default: RQ6_RUN(p, ns, xg, xq_row_bytes, i0, 1, st + t, pf, fr); break;
                     }
                 }
             }
@@ -187,9 +188,7 @@ static void mm_q6_K_rq_z(float *restrict y, size_t ldy, const uint8_t *restrict 
                 /* hsum_ps's order on each row's 8 lanes */
                 const __m512 v = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
                                                _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
-                float o[16];
-                _mm512_storeu_ps(o, v);
-                memcpy(y + (size_t)(tb + t) * ldy + (size_t)r0, o + (r0 - rt), (size_t)(r1 - r0) * sizeof(float));
+                rq_store(y + (size_t)(tb + t) * ldy, rt, r0, r1, v);
             }
         }
     }
