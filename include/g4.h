@@ -87,8 +87,8 @@ typedef struct g4_model_opts {
     void        *alloc_ud;
     g4_log_fn    log;        /* NULL = silent */
     void        *log_ud;
-    /* 0 = where the kernel set has a faster layout for a weight type (today Q4_K on the zmm
-     * AVX-512 set), the model's matrices of that type are repacked into it at open, in memory
+    /* 0 = where the kernel set has a faster layout for a weight type (today Q4_K and Q6_K on
+     * the zmm AVX-512 set), the model's matrices of that type are repacked into it at open, in memory
      * of the same size (the file's pages of them are released); and where the OS gives
      * transparent huge pages on request (Linux), the other matrices a decoded token streams are
      * copied into huge pages the same way. Results are unchanged. Together they take at most

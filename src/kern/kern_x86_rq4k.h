@@ -296,8 +296,14 @@ static void rq16_repack(uint8_t *restrict dst, const uint8_t *restrict src, size
 KINLINE __m512 rq_st(const float *p, int z) { return z ? _mm512_setzero_ps() : _mm512_load_ps(p); }
 /* the 16 f32 lanes of a tile's rows rt .. rt + 15 into y[rt ..], only rows [r0, r1) */
 KINLINE void rq_store(float *restrict y, int64_t rt, int64_t r0, int64_t r1, __m512 v) {
-    if (r0 == rt && r1 == rt + 16) _mm512_storeu_ps(y + rt, v);
-    else _mm512_mask_storeu_ps(y + rt, (__mmask16)(((1u << (r1 - rt)) - 1) & ~((1u << (r0 - rt)) - 1)), v);
+    if (r0 == rt && r1 == rt + 16) { _mm512_storeu_ps(y + rt, v); return; }
+#if defined(G4_SIMDE_AVX512) /* SIMDe 0.7.4 has no masked store */
+    float o[16];
+    _mm512_storeu_ps(o, v);
+    memcpy(y + r0, o + (r0 - rt), (size_t)(r1 - r0) * sizeof(float));
+#else
+    _mm512_mask_storeu_ps(y + rt, (__mmask16)(((1u << (r1 - rt)) - 1) & ~((1u << (r0 - rt)) - 1)), v);
+#endif
 }
 
 /* ns repacked super-blocks at p (i0 .. of the rows) x T tokens (x: token 0's Q8_K row, xrb
