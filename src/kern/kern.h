@@ -73,7 +73,7 @@ typedef struct g4_kern {
     g4_matmul_fn    matmul_rq[2];
     /* Q6_K matrices stored repacked, the same way (repack_q6_K: 16-row tiles in the same bytes;
      * matmul_rq6 gives from them the bits of matmul[Q6_K], its one order for any number of
-     * columns; kern_q6_K_rq_row reads a row back). NULL = none (the zmm AVX-512 tables have
+     * columns; kern_q6_K_rq_block reads rows back). NULL = none (the zmm AVX-512 tables have
      * them: kern_x86_rq6k.h, which defines the tile layout). */
     void          (*repack_q6_K)(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in,
                                  int64_t n_out);

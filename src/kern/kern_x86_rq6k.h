@@ -21,7 +21,7 @@
  * of the tile is RQ6_SB bytes at 3360 i, the 16 rows' super-blocks i transposed by dwords:
  *   bytes 64k + 4r + b = row r's byte 4k + b, k < 52 (ql: k < 32, qh: 32..47, scales 48..51)
  *   bytes 3328 + 2r + b = row r's byte 208 + b (d)
- * in the same bytes as the 16 rows (kern.h repack_q6_K; kern_q6_K_rq_row reads a row back). */
+ * in the same bytes as the 16 rows (kern.h repack_q6_K; kern_q6_K_rq_block reads rows back). */
 #define RQ6_SB 3360
 #define RQ6_PF (3 * RQ6_SB) /* prefetch lead of the first token group's pass */
 #define RQ6_TG 4            /* tokens per pass */
