@@ -284,60 +284,15 @@ static void column_splits(const g4_kern *k) {
     }
 }
 
-/* Q4_K stored repacked (repack_q4_K, where a table has it): matmul_rq[0] / [1] on the
- * repacked bytes give matmul[Q4_K]'s / matmul_grp[Q4_K]'s bits on the rows, for token counts
- * across the passes' groups of 8 and row ranges that cut tiles, on gaussian and random blocks */
-static void repacked(const g4_kern *k) {
-    if (!k->repack_q4_K) return;
-    T_CHECKF(k->matmul_rq[0] && k->matmul_rq[1] && k->matmul[G4_TYPE_Q4_K] && k->matmul_grp[G4_TYPE_Q4_K],
-             "%s: repack_q4_K without its kernels", k->name);
-    if (!k->matmul_rq[0] || !k->matmul_rq[1] || !k->matmul_grp[G4_TYPE_Q4_K]) return;
-    uint64_t s = 7;
-    enum { NO = 48, NT = 70 };
-    static const int64_t NIN[] = { 256, 1536, 2560 };
-    static const int NTOK[] = { 1, 2, 3, 4, 5, 8, 9, 17, 70 };
-    static const int64_t RANGE[][2] = { { 0, 48 }, { 16, 32 }, { 3, 45 }, { 17, 18 }, { 40, 48 } };
-    for (int ni = 0; ni < 3; ni++)
-        for (int mode = 0; mode < 2; mode++) {
-            const int64_t n_in = NIN[ni];
-            const size_t wrb = quant_row_bytes(G4_TYPE_Q4_K, n_in), xrb = kern_act_row_bytes(G4_TYPE_Q8_K, n_in);
-            uint8_t *w = malloc(wrb * NO), *wp = malloc(wrb * NO), *xq = malloc(xrb * NT);
-            float *x = malloc((size_t)n_in * sizeof *x), *y0 = malloc(NO * NT * sizeof *y0), *y1 = malloc(NO * NT * sizeof *y1);
-            make_weights(G4_TYPE_Q4_K, mode, NO, n_in, w, &s);
-            for (int t = 0; t < NT; t++) {
-                for (int64_t i = 0; i < n_in; i++) x[i] = gauss(&s) * (i % 11 == 0 ? 4.0f : 1.0f);
-                k->quantize_act[G4_TYPE_Q8_K](x, xq + (size_t)t * xrb, n_in);
-            }
-            k->repack_q4_K(wp, w, wrb, n_in, NO);
-            T_CHECKF(memcmp(w, wp, wrb * NO) != 0, "%s: repack_q4_K left the bytes as they were", k->name);
-            int bad = 0, runs = 0;
-            for (int g = 0; g < 2; g++)
-                for (int ti = 0; ti < (int)(sizeof NTOK / sizeof NTOK[0]); ti++)
-                    for (int ri = 0; ri < 5; ri++) {
-                        const int nt = NTOK[ti];
-                        const int64_t r0 = RANGE[ri][0], r1 = RANGE[ri][1];
-                        memset(y0, 0xa5, NO * NT * sizeof *y0);
-                        memset(y1, 0xa5, NO * NT * sizeof *y1);
-                        (g ? k->matmul_grp : k->matmul)[G4_TYPE_Q4_K](y0, NO, w, wrb, xq, xrb, n_in, r0, r1, nt);
-                        k->matmul_rq[g](y1, NO, wp, wrb, xq, xrb, n_in, r0, r1, nt);
-                        bad += memcmp(y0, y1, NO * (size_t)nt * sizeof *y0) != 0;
-                        runs++;
-                    }
-            T_CHECKF(bad == 0, "%s: Q4_K repacked, n_in %lld, %s blocks: %d of %d calls differ from the row-major kernels",
-                     k->name, (long long)n_in, mode ? "random" : "gaussian", bad, runs);
-            free(w); free(wp); free(xq); free(x); free(y0); free(y1);
-        }
-}
+typedef void (*repack_fn)(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in, int64_t n_out);
 
-/* Q6_K stored repacked (repack_q6_K, where a table has it): matmul_rq6 on the repacked bytes
- * gives matmul[Q6_K]'s bits, for token counts across the passes' groups of 4 and blocks of 32
- * and row ranges that cut tiles, on gaussian and random blocks; kern_q6_K_rq_block reads every
- * row's blocks back as they were */
-static void repacked6(const g4_kern *k) {
-    if (!k->repack_q6_K) return;
-    T_CHECKF(k->matmul_rq6 && k->matmul[G4_TYPE_Q6_K], "%s: repack_q6_K without its kernel", k->name);
-    if (!k->matmul_rq6 || !k->matmul[G4_TYPE_Q6_K]) return;
-    uint64_t s = 11;
+/* A weight type stored repacked (kern.h repack_q4_K / repack_q6_K, where a table has it): for
+ * each of the n_ord float orders, rq[o] on the repacked bytes gives ref[o]'s bits on the rows,
+ * for token counts across the passes' token groups and blocks and row ranges that cut tiles,
+ * on gaussian and random blocks; for Q6_K, kern_q6_K_rq_block reads every row's blocks back */
+static void check_repacked(const g4_kern *k, uint32_t type, repack_fn repack, int n_ord, const g4_matmul_fn *ref,
+                           const g4_matmul_fn *rq, uint64_t s) {
+    const char *tn = quant_traits(type)->name;
     enum { NO = 48, NT = 70 };
     static const int64_t NIN[] = { 256, 1536, 2560 };
     static const int NTOK[] = { 1, 2, 3, 4, 5, 8, 9, 17, 33, 70 };
@@ -345,40 +300,60 @@ static void repacked6(const g4_kern *k) {
     for (int ni = 0; ni < 3; ni++)
         for (int mode = 0; mode < 2; mode++) {
             const int64_t n_in = NIN[ni];
-            const size_t wrb = quant_row_bytes(G4_TYPE_Q6_K, n_in), xrb = kern_act_row_bytes(G4_TYPE_Q8_K, n_in);
+            const size_t wrb = quant_row_bytes(type, n_in), xrb = kern_act_row_bytes(G4_TYPE_Q8_K, n_in);
             uint8_t *w = malloc(wrb * NO), *wp = malloc(wrb * NO), *xq = malloc(xrb * NT);
             float *x = malloc((size_t)n_in * sizeof *x), *y0 = malloc(NO * NT * sizeof *y0), *y1 = malloc(NO * NT * sizeof *y1);
-            make_weights(G4_TYPE_Q6_K, mode, NO, n_in, w, &s);
+            make_weights(type, mode, NO, n_in, w, &s);
             for (int t = 0; t < NT; t++) {
                 for (int64_t i = 0; i < n_in; i++) x[i] = gauss(&s) * (i % 11 == 0 ? 4.0f : 1.0f);
                 k->quantize_act[G4_TYPE_Q8_K](x, xq + (size_t)t * xrb, n_in);
             }
-            k->repack_q6_K(wp, w, wrb, n_in, NO);
-            T_CHECKF(memcmp(w, wp, wrb * NO) != 0, "%s: repack_q6_K left the bytes as they were", k->name);
-            int back = 0;
-            for (int64_t r = 0; r < NO; r++)
-                for (int64_t i = 0; i < n_in / 256; i++) {
-                    uint8_t b[210];
-                    kern_q6_K_rq_block(wp, wrb, r, i, b);
-                    back += memcmp(b, w + (size_t)r * wrb + (size_t)i * 210, 210) != 0;
-                }
-            T_CHECKF(back == 0, "%s: Q6_K repacked, n_in %lld: %d blocks read back differ", k->name, (long long)n_in, back);
+            repack(wp, w, wrb, n_in, NO);
+            T_CHECKF(memcmp(w, wp, wrb * NO) != 0, "%s: %s repack left the bytes as they were", k->name, tn);
+            if (type == G4_TYPE_Q6_K) {
+                int back = 0;
+                for (int64_t r = 0; r < NO; r++)
+                    for (int64_t i = 0; i < n_in / 256; i++) {
+                        uint8_t b[210];
+                        kern_q6_K_rq_block(wp, wrb, r, i, b);
+                        back += memcmp(b, w + (size_t)r * wrb + (size_t)i * 210, 210) != 0;
+                    }
+                T_CHECKF(back == 0, "%s: Q6_K repacked, n_in %lld: %d blocks read back differ", k->name, (long long)n_in, back);
+            }
             int bad = 0, runs = 0;
-            for (int ti = 0; ti < (int)(sizeof NTOK / sizeof NTOK[0]); ti++)
-                for (int ri = 0; ri < 5; ri++) {
-                    const int nt = NTOK[ti];
-                    const int64_t r0 = RANGE[ri][0], r1 = RANGE[ri][1];
-                    memset(y0, 0xa5, NO * NT * sizeof *y0);
-                    memset(y1, 0xa5, NO * NT * sizeof *y1);
-                    k->matmul[G4_TYPE_Q6_K](y0, NO, w, wrb, xq, xrb, n_in, r0, r1, nt);
-                    k->matmul_rq6(y1, NO, wp, wrb, xq, xrb, n_in, r0, r1, nt);
-                    bad += memcmp(y0, y1, NO * (size_t)nt * sizeof *y0) != 0;
-                    runs++;
-                }
-            T_CHECKF(bad == 0, "%s: Q6_K repacked, n_in %lld, %s blocks: %d of %d calls differ from the row-major kernel",
-                     k->name, (long long)n_in, mode ? "random" : "gaussian", bad, runs);
+            for (int o = 0; o < n_ord; o++)
+                for (int ti = 0; ti < (int)(sizeof NTOK / sizeof NTOK[0]); ti++)
+                    for (int ri = 0; ri < 5; ri++) {
+                        const int nt = NTOK[ti];
+                        const int64_t r0 = RANGE[ri][0], r1 = RANGE[ri][1];
+                        memset(y0, 0xa5, NO * NT * sizeof *y0);
+                        memset(y1, 0xa5, NO * NT * sizeof *y1);
+                        ref[o](y0, NO, w, wrb, xq, xrb, n_in, r0, r1, nt);
+                        rq[o](y1, NO, wp, wrb, xq, xrb, n_in, r0, r1, nt);
+                        bad += memcmp(y0, y1, NO * (size_t)nt * sizeof *y0) != 0;
+                        runs++;
+                    }
+            T_CHECKF(bad == 0, "%s: %s repacked, n_in %lld, %s blocks: %d of %d calls differ from the row-major kernels",
+                     k->name, tn, (long long)n_in, mode ? "random" : "gaussian", bad, runs);
             free(w); free(wp); free(xq); free(x); free(y0); free(y1);
         }
+}
+
+/* Q4_K: matmul_rq[0] / [1] against matmul / matmul_grp (the one-column and 4-column gemm
+ * orders); Q6_K: matmul_rq6 against matmul, its one order */
+static void repacked(const g4_kern *k) {
+    if (k->repack_q4_K) {
+        T_CHECKF(k->matmul_rq[0] && k->matmul_rq[1] && k->matmul[G4_TYPE_Q4_K] && k->matmul_grp[G4_TYPE_Q4_K],
+                 "%s: repack_q4_K without its kernels", k->name);
+        const g4_matmul_fn ref[2] = { k->matmul[G4_TYPE_Q4_K], k->matmul_grp[G4_TYPE_Q4_K] };
+        if (ref[0] && ref[1] && k->matmul_rq[0] && k->matmul_rq[1])
+            check_repacked(k, G4_TYPE_Q4_K, k->repack_q4_K, 2, ref, k->matmul_rq, 7);
+    }
+    if (k->repack_q6_K) {
+        T_CHECKF(k->matmul_rq6 && k->matmul[G4_TYPE_Q6_K], "%s: repack_q6_K without its kernel", k->name);
+        const g4_matmul_fn ref = k->matmul[G4_TYPE_Q6_K], rq = k->matmul_rq6;
+        if (ref && rq) check_repacked(k, G4_TYPE_Q6_K, k->repack_q6_K, 1, &ref, &rq, 11);
+    }
 }
 
 static void geglus(const g4_kern *k, const uint16_t *tab) {
@@ -656,7 +631,6 @@ T_GROUP(kern) {
         matmuls(ref, ks[i]);
         column_splits(ks[i]);
         repacked(ks[i]);
-        repacked6(ks[i]);
     }
     /* any table of finite f16 values shows a wrong index or edge: scattered values, the
      * exponent's low bit cleared so none is Inf/NaN */
