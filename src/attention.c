@@ -289,7 +289,9 @@ static void job_init(attn_job *j, g4_work *w, const g4_layer *l, int t0, int R, 
     j->kq_fn = s->kv_type == G4_TYPE_F16 ? kern_pick(kern, G4_TYPE_F16, j->seq_n, 0, j->hd, 256, KERN_PLAIN)
                                          : kern->matmul[s->kv_type];
     j->kqv_fn = kern_pick(kern, s->kv_type, j->seq_n, 0, j->NW, j->hd, KERN_PLAIN);
-    const g4_matmul_fn kqx = f16x_form(kern, j->kq_fn), kqvx = f16x_form(kern, j->kqv_fn);
+    const g4_matmul_fn kqx = f16x_form(kern, j->kq_fn);
+    const g4_matmul_fn kqvx = kern->vp_f16_min && j->NW > kern->vp_f16_min && j->kqv_fn == kern->matmul[G4_TYPE_F16]
+                                  ? NULL : f16x_form(kern, j->kqv_fn); /* kern.h vp_f16_min */
     j->kq_x = kqx != NULL;
     j->kqv_x = kqvx != NULL;
     if (kqx) j->kq_fn = kqx;

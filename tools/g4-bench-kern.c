@@ -376,7 +376,8 @@ static void bench_batched(const g4_kern *k, int reps, const char *types) {
  * heads, head size 512, F16 cache): K.q over n cells and V.p over 512 channels, in the table's
  * f16-valued-f32 forms (kern.h matmul_f16x), 1 thread; GMAC/s = multiply-adds per second.
  * In cache (one K and V, reused), then from DRAM (every run reads another of >= 256 MiB of
- * caches, as a decoded token's layers do). V rows are n_ctx cells apart (here 2n). */
+ * caches, as a decoded token's layers do). V rows are n_ctx cells apart (here 2n). V.p takes
+ * p as the attention does: in F16 past the table's vp_f16_min cells. */
 static void bench_attn(const g4_kern *k, int reps) {
     if (!k->matmul_f16x[0]) { printf("attention products: the %s table has no matmul_f16x\n", k->name); return; }
     const int64_t hd = 512, depths[] = { 256, 512, 1024, 2048, 4096, 16384 };
@@ -397,6 +398,11 @@ static void bench_attn(const g4_kern *k, int reps) {
             for (int64_t i = 0; i < nh * n; i++) p[i] = (float)(next_rand() % 1000) * 1e-6f;
             k->round_f16(q, nh * hd);
             k->round_f16(p, nh * n);
+            uint8_t *ph = NULL; /* p in F16 where the attention takes it so (kern.h vp_f16_min) */
+            if (k->vp_f16_min && n > k->vp_f16_min) {
+                ph = aligned_alloc(64, (size_t)(nh * n) * 2);
+                for (int t = 0; t < nh; t++) k->quantize_act[G4_TYPE_F16](p + (size_t)t * (size_t)n, ph + (size_t)t * (size_t)n * 2, n);
+            }
             double tk[64], tv[64];
             for (int r = 0; r <= reps; r++) {
                 const size_t c = (size_t)(r % nc);
@@ -404,7 +410,8 @@ static void bench_attn(const g4_kern *k, int reps) {
                 k->matmul_f16x[0](y, (size_t)n, kc + c * kb, (size_t)hd * 2, q, (size_t)hd * sizeof(float), hd, 0, n, nh);
                 __asm__ volatile("" ::: "memory");
                 double t1 = now_s();
-                k->matmul_f16x[0](y, (size_t)hd, vc + c * vb, (size_t)vs * 2, p, (size_t)n * sizeof(float), n, 0, hd, nh);
+                if (ph) k->matmul[G4_TYPE_F16](y, (size_t)hd, vc + c * vb, (size_t)vs * 2, ph, (size_t)n * 2, n, 0, hd, nh);
+                else k->matmul_f16x[0](y, (size_t)hd, vc + c * vb, (size_t)vs * 2, p, (size_t)n * sizeof(float), n, 0, hd, nh);
                 __asm__ volatile("" ::: "memory");
                 if (r) { tk[r - 1] = t1 - t0; tv[r - 1] = now_s() - t1; }
             }
@@ -412,7 +419,7 @@ static void bench_attn(const g4_kern *k, int reps) {
             printf("%d heads, depth %6lld  K.q %8.1f us %5.1f GMAC/s (best %5.1f)   V.p %8.1f us %5.1f GMAC/s (best %5.1f)\n",
                    nh, (long long)n, mk * 1e6, macs / mk * 1e-9, macs / v_min(tk) * 1e-9, mv * 1e6, macs / mv * 1e-9,
                    macs / v_min(tv) * 1e-9);
-            free(kc); free(vc); free(q); free(p); free(y);
+            free(kc); free(vc); free(q); free(p); free(ph); free(y);
         }
     }
 }

@@ -91,6 +91,11 @@ typedef struct g4_kern {
      * again for every weight row (the attention's F16 K and V caches times q and p, reused
      * over thousands of cells). NULL = not in this table: convert to F16. */
     g4_matmul_fn    matmul_f16x[2];
+    /* The attention's V.p of one token per sequence (matmul[F16]) over more cells than this
+     * takes p in F16 (quantize_act[F16]) rather than as f16 values in f32 (matmul_f16x[0]):
+     * the same bits, where this table's matmul[F16] reads the columns' half bytes faster.
+     * 0 = never. */
+    int64_t         vp_f16_min;
     void          (*round_f16)(float *x, int64_t n); /* x[i] = f32(f16(x[i])), nearest even, as
                                                       * quantize_act[F16]; set with matmul_f16x */
     g4_geglu_fn     geglu;                         /* never NULL (kern_geglu_ref at least) */

@@ -2220,6 +2220,69 @@ KINLINE void dotxr_f16(const uint8_t *restrict w, size_t wrb, const float *restr
             out[r * T + t] = (float)sf;
         }
 }
+/* dotxr_f16 with the columns in F16 (matmul[F16]: quantize_act[F16]'s rows), DOTXRH_RB rows at
+ * a time: the same 4 accumulators per dot, summed in the same order, with each column vector
+ * converted where it is loaded; the columns take half the bytes (4 columns of 4,096 cells:
+ * 32 KiB), so 6 rows fit the zmm registers (24 accumulators) and each column vector serves 6.
+ * pf (or NULL): the next block's rows, prefetched line by line across its rows over the 4
+ * passes (the prefetchers lose the 6 strided row streams). The attention's V.p deep in the
+ * context (kern.h vp_f16_min); Zen 5, one thread, V from DRAM, 8 heads x 4,096 cells x 512
+ * channels: 402-414 us as dotxr_f16 -> 283-325 us. */
+#if KX_FW == 16
+#define DOTXRH_RB 6
+#else
+#define DOTXRH_RB 2
+#endif
+KINLINE void dotxrh_f16(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x, size_t xrb, int64_t n,
+                        const int T, float *restrict out, const uint8_t *pf) {
+    enum { RB = DOTXRH_RB, PF_IT = (RB * KX_F16X_STEP + 127) / 128 };
+    KXV_T s4[RB][4][4];
+    const int64_t np = n & ~(int64_t)(KX_F16X_STEP - 1);
+    const size_t nb = (size_t)n * 2;
+    int pf_q = 0;                         /* row of the next block */
+    size_t pf_o = pf ? 0 : nb + 64;       /* its byte */
+#pragma GCC unroll 1
+    for (int j = 0; j < 4; j++) {
+        KXV_T a[RB][4];
+        KUNROLL
+        for (int r = 0; r < RB; r++)
+            KUNROLL
+            for (int t = 0; t < T; t++) a[r][t] = KXV(ZERO)();
+        for (int64_t i = KX_FW * j; i < np; i += KX_F16X_STEP) {
+            KUNROLL
+            for (int q = 0; q < PF_IT; q++)
+                if (pf_o < nb + 63) {
+                    _mm_prefetch((const char *)(pf + (size_t)pf_q * wrb + pf_o), _MM_HINT_T0);
+                    if (++pf_q == RB) {
+                        pf_q = 0;
+                        pf_o += 64;
+                    }
+                }
+            KXV_T xv[4];
+            KUNROLL
+            for (int t = 0; t < T; t++) xv[t] = KX_LDH(x + (size_t)t * xrb + (size_t)i * 2);
+            KUNROLL
+            for (int r = 0; r < RB; r++) {
+                const KXV_T v = KX_LDH(w + (size_t)r * wrb + (size_t)i * 2);
+                KUNROLL
+                for (int t = 0; t < T; t++) a[r][t] = KXV(FMA)(v, xv[t], a[r][t]);
+            }
+        }
+        KUNROLL
+        for (int r = 0; r < RB; r++)
+            KUNROLL
+            for (int t = 0; t < T; t++) s4[r][t][j] = a[r][t];
+    }
+    KUNROLL
+    for (int r = 0; r < RB; r++)
+        KUNROLL
+        for (int t = 0; t < T; t++) {
+            const uint8_t *wr = w + (size_t)r * wrb, *xt = x + (size_t)t * xrb;
+            double sf = (double)KX_RED4F(fold4_f16(s4[r][t]));
+            for (int64_t i = np; i < n; i++) sf = sf + (double)(h2f(wr + i * 2) * h2f(xt + i * 2));
+            out[r * T + t] = (float)sf;
+        }
+}
 KINLINE void dotx_f16_tb(const uint8_t *restrict w, const float *restrict x, size_t xs, int64_t n, const int T,
                          float *restrict out) {
     KXV_T acc[8];
@@ -2315,6 +2378,37 @@ static void mmx_f16_tb(float *restrict y, size_t ldy, const uint8_t *restrict w,
                                 MMX_CASE(dotx_f16_tb, 4) MMX_CASE(dotx_f16_tb, 3) MMX_CASE(dotx_f16_tb, 2)
                                 default: dotx_f16_tb(wr, xt, xs, n_in, 1, o); })
 }
+#if KX_FW == 16
+/* matmul[F16]: mm_f16, with rows longer than DOTXR_MIN under 2 or more columns DOTXRH_RB at a
+ * time (dotxrh_f16; any last rows by mm_f16) */
+#define MMH_CASE(k) case k: dotxrh_f16(wr, w_row_bytes, xt, xq_row_bytes, n_in, k, o, pfb); break;
+static void mm_f16h(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, const void *restrict xq,
+                    size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
+    if (n_in > DOTXR_MIN && n_tok > 1) {
+        const uint8_t *x = xq;
+        float o[DOTXRH_RB * 4];
+        int64_t r = row0;
+        for (; r + DOTXRH_RB <= row1; r += DOTXRH_RB) {
+            const uint8_t *wr = w + (size_t)r * w_row_bytes;
+            for (int t = 0; t < n_tok; t += 4) {
+                const uint8_t *xt = x + (size_t)t * xq_row_bytes;
+                const int nt = n_tok - t < 4 ? n_tok - t : 4;
+                const uint8_t *pfb = t == 0 && r + 2 * DOTXRH_RB <= row1 ? wr + DOTXRH_RB * w_row_bytes : NULL;
+                switch (nt) { MMH_CASE(4) MMH_CASE(3) MMH_CASE(2) default: dotxrh_f16(wr, w_row_bytes, xt, xq_row_bytes, n_in, 1, o, pfb); }
+                for (int rr = 0; rr < DOTXRH_RB; rr++)
+                    for (int k = 0; k < nt; k++) y[(size_t)(t + k) * ldy + (size_t)(r + rr)] = o[rr * nt + k];
+            }
+        }
+        row0 = r;
+    }
+    mm_f16(y, ldy, w, w_row_bytes, xq, xq_row_bytes, n_in, row0, row1, n_tok);
+}
+#define KX_MM_F16 mm_f16h
+#define KX_VP_F16_MIN DOTXR_MIN
+#else
+#define KX_MM_F16 mm_f16
+#define KX_VP_F16_MIN 0
+#endif
 static void round_f16_x86(float *x, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -2783,7 +2877,7 @@ static void softcap_x86(float *y, int64_t n, float c) {
     .softcap_ref = kern_softcap_fd,                                                          \
     .vec_w = KX_VEC_W,                                                                      \
     .matmul = {                                                                             \
-        [G4_TYPE_F32] = mm_f32, [G4_TYPE_F16] = mm_f16, [G4_TYPE_BF16] = MM_BF16,           \
+        [G4_TYPE_F32] = mm_f32, [G4_TYPE_F16] = KX_MM_F16, [G4_TYPE_BF16] = MM_BF16,        \
         [G4_TYPE_Q8_0] = mm_q8_0##Z, [G4_TYPE_Q4_0] = mm_q4_0##Z, [G4_TYPE_Q5_0] = mm_q5_0##Z, \
         [G4_TYPE_IQ4_NL] = mm_iq4_nl, [G4_TYPE_Q4_K] = mm_q4_K##Z, [G4_TYPE_Q5_K] = mm_q5_K##Z, \
         [G4_TYPE_Q6_K] = mm_q6_K##Z, [G4_TYPE_Q2_K] = KX_MM_Q2K, [G4_TYPE_Q3_K] = mm_q3_K,   \
@@ -2797,7 +2891,7 @@ static void softcap_x86(float *y, int64_t n, float c) {
         [G4_TYPE_F32] = act_f32, [G4_TYPE_F16] = act_f16, [G4_TYPE_BF16] = act_bf16,        \
         [G4_TYPE_Q8_0] = act_q8_0, [G4_TYPE_Q8_1] = act_q8_1, [G4_TYPE_Q8_K] = act_q8_K,    \
     },                                                                                      \
-    .matmul_f16x = { mmx_f16, mmx_f16_tb },                                                 \
+    .matmul_f16x = { mmx_f16, mmx_f16_tb }, .vp_f16_min = KX_VP_F16_MIN,                    \
     .repack_q4_K = KX_RQ_REPACK##Z, .matmul_rq = { mm_q4_K_rq1##Z, mm_q4_K_rqg##Z },         \
     .repack_q6_K = KX_RQ6_REPACK##Z, .matmul_rq6 = mm_q6_K_rq##Z,                           \
     .round_f16 = round_f16_x86,                                                             \
