@@ -7,8 +7,9 @@
 # medians over the rounds and the ratios, every round's figures, then peak RSS while generating
 # 128 tokens at -c 4096 on 1 thread (g4 run vs llama-batched-bench, both F16 KV), g4's model open
 # time and time to first token for a 512-token prompt, and the decode ceilings: the 1- and
-# 2-thread DRAM read rates (g4-bench-kern -D, before and after the rounds) divided by the bytes
-# of weights a decoded token reads (g4 bench's decode_bytes).
+# 2-thread DRAM read rates (g4-bench-kern -D, before and after the rounds: the faster of a
+# one-stream load-sum and 8 prefetched streams on huge pages) divided by the bytes of weights a
+# decoded token reads (g4 bench's decode_bytes).
 # The header says which g4 table ran and which llama.cpp (native build, commit, its CPU feature
 # line from llama_print_system_info).
 # Options (environment): PP, TG, THREADS (1,2); DEPTH=LIST (both engines' -d / --n-depth: each
