@@ -2172,86 +2172,42 @@ KINLINE void dotx8r2_f16(const uint8_t *restrict w, size_t wrb, const float *res
     for (int d = 0; d < 16; d++) f[d] = _mm512_add_ps(_mm512_add_ps(s4[0][d], s4[2][d]), _mm512_add_ps(s4[1][d], s4[3][d]));
     _mm512_storeu_ps(out, zred16x16(f));
 }
-#define DOTXR_RB 4
+#endif
+/* dotx_f16 for RB weight rows at once under the same T <= 4 columns (long rows: the attention's
+ * V.p over thousands of cells): the same 4 accumulators per dot, each summed in the same order,
+ * built one lane group j at a time, so each column vector loaded serves all the rows, whose data
+ * stay close (L1 at 4,096 cells) over the 4 passes; the columns are read once per RB rows, not
+ * once per row. out[r * T + t] = row r times column t. The columns (xrb bytes apart) are f16
+ * values as f32 (XH = 0: matmul_f16x) or F16 (XH = 1: matmul[F16], quantize_act[F16]'s rows,
+ * converted where loaded). pf (or NULL): the next block's RB rows, prefetched line by line
+ * across them over the 4 passes (the prefetchers lose the strided row streams). */
+#if KX_FW == 16
+#define DOTXR_RB 4  /* f32 columns: 4 columns of 4,096 cells are 64 KiB, more than L1 holds */
+#define DOTXRH_RB 6 /* F16 columns: half the bytes; 24 accumulators, each column vector serves 6 rows */
 #else
 #define DOTXR_RB 2
-#endif
-/* dotx_f16 for DOTXR_RB weight rows at once under the same T <= 4 columns (long rows: the
- * attention's V.p over thousands of cells): the same 4 accumulators per dot, each summed in
- * the same order, built one lane group j at a time, so each column vector loaded serves all
- * the rows, whose data stay close (L1 at 4,096 cells) over the 4 passes; the columns are read
- * once per DOTXR_RB rows, not once per row (4 columns of 4,096 cells are 64 KiB: more than L1
- * holds). out[r * T + t] = row r times column t. (Two rows under 8 columns: slower on Zen 5.) */
-KINLINE void dotxr_f16(const uint8_t *restrict w, size_t wrb, const float *restrict x, size_t xs, int64_t n, const int T,
-                       float *restrict out) {
-    enum { RB = DOTXR_RB };
-    KXV_T s4[RB][4][4];
-    const int64_t np = n & ~(int64_t)(KX_F16X_STEP - 1);
-#pragma GCC unroll 1
-    for (int j = 0; j < 4; j++) {
-        KXV_T a[RB][4];
-        KUNROLL
-        for (int r = 0; r < RB; r++)
-            KUNROLL
-            for (int t = 0; t < T; t++) a[r][t] = KXV(ZERO)();
-        for (int64_t i = KX_FW * j; i < np; i += KX_F16X_STEP) {
-            KXV_T xv[4];
-            KUNROLL
-            for (int t = 0; t < T; t++) xv[t] = KXV(LDF)(x + (size_t)t * xs + i);
-            KUNROLL
-            for (int r = 0; r < RB; r++) {
-                const KXV_T v = KX_LDH(w + (size_t)r * wrb + (size_t)i * 2);
-                KUNROLL
-                for (int t = 0; t < T; t++) a[r][t] = KXV(FMA)(v, xv[t], a[r][t]);
-            }
-        }
-        KUNROLL
-        for (int r = 0; r < RB; r++)
-            KUNROLL
-            for (int t = 0; t < T; t++) s4[r][t][j] = a[r][t];
-    }
-    KUNROLL
-    for (int r = 0; r < RB; r++)
-        KUNROLL
-        for (int t = 0; t < T; t++) {
-            const uint8_t *wr = w + (size_t)r * wrb;
-            double sf = (double)KX_RED4F(fold4_f16(s4[r][t]));
-            for (int64_t i = np; i < n; i++) sf = sf + (double)(h2f(wr + i * 2) * x[(size_t)t * xs + i]);
-            out[r * T + t] = (float)sf;
-        }
-}
-/* dotxr_f16 with the columns in F16 (matmul[F16]: quantize_act[F16]'s rows), DOTXRH_RB rows at
- * a time: the same 4 accumulators per dot, summed in the same order, with each column vector
- * converted where it is loaded; the columns take half the bytes (4 columns of 4,096 cells:
- * 32 KiB), so 6 rows fit the zmm registers (24 accumulators) and each column vector serves 6.
- * pf (or NULL): the next block's rows, prefetched line by line across its rows over the 4
- * passes (the prefetchers lose the 6 strided row streams). The attention's V.p deep in the
- * context (kern.h vp_f16_min); Zen 5, one thread, V from DRAM, 8 heads x 4,096 cells x 512
- * channels: 402-414 us as dotxr_f16 -> 283-325 us. */
-#if KX_FW == 16
-#define DOTXRH_RB 6
-#else
 #define DOTXRH_RB 2
 #endif
-KINLINE void dotxrh_f16(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x, size_t xrb, int64_t n,
-                        const int T, float *restrict out, const uint8_t *pf) {
-    enum { RB = DOTXRH_RB, PF_IT = (RB * KX_F16X_STEP + 127) / 128 };
-    KXV_T s4[RB][4][4];
+KINLINE void dotxr_rows(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x, size_t xrb, int64_t n,
+                        const int T, float *restrict out, const uint8_t *pf, const int RB, const int XH) {
+    enum { RBM = DOTXR_RB > DOTXRH_RB ? DOTXR_RB : DOTXRH_RB };
+    const int pf_it = (RB * KX_F16X_STEP + 127) / 128; /* lines per step: the block over the 4 passes */
+    KXV_T s4[RBM][4][4];
     const int64_t np = n & ~(int64_t)(KX_F16X_STEP - 1);
     const size_t nb = (size_t)n * 2;
-    int pf_q = 0;                         /* row of the next block */
-    size_t pf_o = pf ? 0 : nb + 64;       /* its byte */
+    int pf_q = 0;      /* row of the next block */
+    size_t pf_o = 0;   /* its byte */
 #pragma GCC unroll 1
     for (int j = 0; j < 4; j++) {
-        KXV_T a[RB][4];
+        KXV_T a[RBM][4];
         KUNROLL
         for (int r = 0; r < RB; r++)
             KUNROLL
             for (int t = 0; t < T; t++) a[r][t] = KXV(ZERO)();
         for (int64_t i = KX_FW * j; i < np; i += KX_F16X_STEP) {
             KUNROLL
-            for (int q = 0; q < PF_IT; q++)
-                if (pf_o < nb + 63) {
+            for (int q = 0; q < pf_it; q++)
+                if (pf && pf_o < nb + 63) {
                     _mm_prefetch((const char *)(pf + (size_t)pf_q * wrb + pf_o), _MM_HINT_T0);
                     if (++pf_q == RB) {
                         pf_q = 0;
@@ -2260,7 +2216,9 @@ KINLINE void dotxrh_f16(const uint8_t *restrict w, size_t wrb, const uint8_t *re
                 }
             KXV_T xv[4];
             KUNROLL
-            for (int t = 0; t < T; t++) xv[t] = KX_LDH(x + (size_t)t * xrb + (size_t)i * 2);
+            for (int t = 0; t < T; t++)
+                xv[t] = XH ? KX_LDH(x + (size_t)t * xrb + (size_t)i * 2)
+                           : KXV(LDF)((const float *)(const void *)(x + (size_t)t * xrb) + i);
             KUNROLL
             for (int r = 0; r < RB; r++) {
                 const KXV_T v = KX_LDH(w + (size_t)r * wrb + (size_t)i * 2);
@@ -2279,9 +2237,21 @@ KINLINE void dotxrh_f16(const uint8_t *restrict w, size_t wrb, const uint8_t *re
         for (int t = 0; t < T; t++) {
             const uint8_t *wr = w + (size_t)r * wrb, *xt = x + (size_t)t * xrb;
             double sf = (double)KX_RED4F(fold4_f16(s4[r][t]));
-            for (int64_t i = np; i < n; i++) sf = sf + (double)(h2f(wr + i * 2) * h2f(xt + i * 2));
+            for (int64_t i = np; i < n; i++)
+                sf = sf + (double)(h2f(wr + i * 2) * (XH ? h2f(xt + i * 2) : ((const float *)(const void *)xt)[i]));
             out[r * T + t] = (float)sf;
         }
+}
+/* f32 columns xs floats apart (Two rows under 8 columns: slower on Zen 5.) */
+KINLINE void dotxr_f16(const uint8_t *restrict w, size_t wrb, const float *restrict x, size_t xs, int64_t n, const int T,
+                       float *restrict out) {
+    dotxr_rows(w, wrb, (const uint8_t *)(const void *)x, xs * sizeof(float), n, T, out, NULL, DOTXR_RB, 0);
+}
+/* F16 columns: the attention's V.p deep in the context (kern.h vp_f16_min); Zen 5, one thread,
+ * V from DRAM, 8 heads x 4,096 cells x 512 channels: 402-414 us as dotxr_f16 -> 283-325 us */
+KINLINE void dotxrh_f16(const uint8_t *restrict w, size_t wrb, const uint8_t *restrict x, size_t xrb, int64_t n,
+                        const int T, float *restrict out, const uint8_t *pf) {
+    dotxr_rows(w, wrb, x, xrb, n, T, out, pf, DOTXRH_RB, 1);
 }
 KINLINE void dotx_f16_tb(const uint8_t *restrict w, const float *restrict x, size_t xs, int64_t n, const int T,
                          float *restrict out) {
