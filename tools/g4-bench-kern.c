@@ -127,6 +127,21 @@ __attribute__((target("avx512f"))) static uint64_t sum_streams_avx512(const uint
         }
     return (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
 }
+__attribute__((target("avx2"))) static uint64_t sum_streams_avx2(const uint8_t *p, size_t n) {
+    __m256i a[8];
+    for (int k = 0; k < 8; k++) a[k] = _mm256_setzero_si256();
+    const size_t len = n / DRAM_STREAMS;
+    for (size_t o = 0; o < len; o += 256)
+        for (int s = 0; s < DRAM_STREAMS; s++) {
+            const uint8_t *q = p + (size_t)s * len + o;
+            for (int l = 0; l < 4; l++) _mm_prefetch((const char *)q + DRAM_PF + 64 * l, _MM_HINT_T0);
+            for (int k = 0; k < 8; k++) a[k] = _mm256_add_epi64(a[k], _mm256_load_si256((const __m256i *)(const void *)(q + 32 * k)));
+        }
+    for (int k = 1; k < 8; k++) a[0] = _mm256_add_epi64(a[0], a[k]);
+    uint64_t o4[4];
+    _mm256_storeu_si256((__m256i *)(void *)o4, a[0]);
+    return o4[0] + o4[1] + o4[2] + o4[3];
+}
 #endif
 static uint64_t sum_streams_c(const uint8_t *p, size_t n) {
     uint64_t a[8] = { 0 };
@@ -143,6 +158,7 @@ static uint64_t sum_streams_c(const uint8_t *p, size_t n) {
 static uint64_t sum_streams(const uint8_t *p, size_t n) {
 #if defined(__x86_64__)
     if (__builtin_cpu_supports("avx512f")) return sum_streams_avx512(p, n);
+    if (__builtin_cpu_supports("avx2")) return sum_streams_avx2(p, n);
 #endif
     return sum_streams_c(p, n);
 }
