@@ -87,7 +87,9 @@ KINLINE __m512i rq6_bcast(const uint8_t *p) { int32_t v; memcpy(&v, p, 4); retur
  * fresh: the state starts here (rq_st) */
 KINLINE void rq6_run(const uint8_t *restrict p, int ns, const uint8_t *restrict x, size_t xrb, int64_t i0,
                      const int T, float (*restrict st)[8][16], const int pf, const int fresh) {
-    const __m512i zero = _mm512_setzero_si512(), m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+    const __m512i zero = _mm512_setzero_si512(), m4 = _mm512_set1_epi8(0x0f), m33 = _mm512_set1_epi8(0x33);
+    /* bits 0-3 of a, 4-7 of b (vpternlogd 0xe4: m4 ? a : b, bit by bit) */
+#define RQ6_SEL(a, b) _mm512_ternarylogic_epi32(a, b, m4, 0xe4)
     for (int j = 0; j < ns; j++, p += RQ6_SB) {
         if (pf)
             for (int o = 0; o < RQ6_SB; o += 64) _mm_prefetch((const char *)p + RQ6_PF + o, KX_PF_HINT);
@@ -116,12 +118,15 @@ KINLINE void rq6_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
                 for (int c = 0; c < 2; c++) {
                     const __m512i QL0 = ld512(p + 64 * (16 * c + L)), QL1 = ld512(p + 64 * (16 * c + 8 + L));
                     const __m512i QH = ld512(p + 64 * (32 + 8 * c + L));
+                    /* code k = low nibble | qh field k << 4: the fields 0, 2 and 1, 3 apart, so
+                     * that each shift leaves zeros in bits 6-7 (the next byte's bits that move
+                     * in land in bits 0-3, which the bit-select takes from the low nibbles) */
+                    const __m512i Q02 = _mm512_and_si512(QH, m33), Q13 = _mm512_andnot_si512(m33, QH);
                     __m512i W[4];
-                    W[0] = _mm512_or_si512(_mm512_and_si512(QL0, m4), _mm512_and_si512(_mm512_slli_epi16(QH, 4), m30));
-                    W[1] = _mm512_or_si512(_mm512_and_si512(QL1, m4), _mm512_and_si512(_mm512_slli_epi16(QH, 2), m30));
-                    W[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(QL0, 4), m4), _mm512_and_si512(QH, m30));
-                    W[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(QL1, 4), m4),
-                                           _mm512_and_si512(_mm512_srli_epi16(QH, 2), m30));
+                    W[0] = RQ6_SEL(QL0, _mm512_slli_epi16(Q02, 4));
+                    W[1] = RQ6_SEL(QL1, _mm512_slli_epi16(Q13, 2));
+                    W[2] = RQ6_SEL(_mm512_srli_epi16(QL0, 4), Q02);
+                    W[3] = RQ6_SEL(_mm512_srli_epi16(QL1, 4), _mm512_srli_epi16(Q13, 2));
                     RQ6_UNROLL
                     for (int k = 0; k < 4; k++) {
                         const int jj = 4 * c + k;
