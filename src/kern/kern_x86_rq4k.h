@@ -258,7 +258,9 @@ static void mm_q4_K_grp_z(float *restrict y, size_t ldy, const uint8_t *restrict
  * 4-column gemm (the same per pair of sub-blocks); y = acc - accm. */
 #define RQ16_SB 2304
 #define RQ16_PF (4 * RQ16_SB) /* prefetch lead of the first token group's pass */
-#define RQ16_TG 4 /* tokens per pass (8 measured slower on Zen 5: 9.2 against 7.0 ns per row and token) */
+#ifndef RQ16_TG
+#define RQ16_TG 8 /* tokens per pass of the gemv order: up to 4 with two chains per sub-block, 5 .. 8 with one */
+#endif
 
 /* rows 0 .. 15 of src (row bytes wrb, nb super-blocks each) -> one tile at dst: each 64-byte
  * half of the codes by rq_tr16 (lane r = row r), d / dmin / scale dwords a row at a time */
@@ -335,13 +337,14 @@ KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict
             q4k_bsw(xb + t * xrb, bsw[t], &dat[t]);
             xt[t] = xb + t * xrb + 4;
         }
-        __m512i isb[RQ16_TG], imb[RQ16_TG]; /* gemv: the super-block's isum, imin */
+        /* isb: the gemv's isum over the super-block so far (grp 0); with more than 4 tokens
+         * also the first four groups' part of pair k's isum (grp 1: from zero) */
+        __m512i isb[RQ16_TG];
         KUNROLL
         for (int k = 0; k < 4; k++) {
             const __m512i S = k < 2 ? S0 : S1;
             const __m512i sa = _mm512_and_si512(_mm512_srli_epi32(S, 16 * (k & 1)), ff);
             const __m512i sb = _mm512_and_si512(_mm512_srli_epi32(S, 16 * (k & 1) + 8), ff);
-            const __m512i mn = _mm512_shuffle_epi8(k < 2 ? M0 : M1, (k & 1) ? mhi : mlo);
             __m512i D0[RQ16_TG], D1[RQ16_TG], E0[RQ16_TG], E1[RQ16_TG];
             KUNROLL
             for (int t = 0; t < T; t++) D0[t] = D1[t] = E0[t] = E1[t] = zero;
@@ -352,10 +355,18 @@ KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict
                 KUNROLL
                 for (int t = 0; t < T; t++) {
                     const uint8_t *a = xt[t] + 64 * k + 4 * g;
-                    /* two chains per sub-block: 4 tokens are too few to hide vpdpbusd's latency */
-                    if (g & 1) E0[t] = rq_dp(E0[t], lo, a), E1[t] = rq_dp(E1[t], hi, a + 32);
+                    /* up to 4 tokens two chains per sub-block (too few tokens to hide
+                     * vpdpbusd's latency otherwise); 5 .. 8 tokens one, multiplied by the
+                     * scales after its first four groups (registers) */
+                    if (T <= 4 && (g & 1)) E0[t] = rq_dp(E0[t], lo, a), E1[t] = rq_dp(E1[t], hi, a + 32);
                     else D0[t] = rq_dp(D0[t], lo, a), D1[t] = rq_dp(D1[t], hi, a + 32);
                 }
+                if (T > 4 && g == 3)
+                    KUNROLL
+                    for (int t = 0; t < T; t++) {
+                        isb[t] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(grp || !k ? zero : isb[t], D0[t], sa), D1[t], sb);
+                        D0[t] = D1[t] = zero;
+                    }
             }
             KUNROLL
             for (int t = 0; t < T; t++) {
@@ -363,28 +374,40 @@ KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict
                  * hold the scale in each dword's low word, a zero above: vpmaddwd / vpdpwssd
                  * multiply them exactly, the sum of the four products added into the dword
                  * (the same integer as (D0 + E0) * sa + (D1 + E1) * sb, without vpmulld) */
-                const __m512i ip = grp ? _mm512_madd_epi16(D0[t], sa) : _mm512_dpwssd_epi32(k ? isb[t] : zero, D0[t], sa);
-                const __m512i is = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(_mm512_dpwssd_epi32(ip, E0[t], sa), D1[t], sb), E1[t], sb);
-                const __m512i im = _mm512_madd_epi16(mn, _mm512_set1_epi32(bsw[t][k]));
+                __m512i is;
+                if (T > 4) is = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(isb[t], D0[t], sa), D1[t], sb);
+                else {
+                    const __m512i ip = grp ? _mm512_madd_epi16(D0[t], sa) : _mm512_dpwssd_epi32(k ? isb[t] : zero, D0[t], sa);
+                    is = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(_mm512_dpwssd_epi32(ip, E0[t], sa), D1[t], sb), E1[t], sb);
+                }
                 if (grp) {
+                    const __m512i im = _mm512_madd_epi16(_mm512_shuffle_epi8(k < 2 ? M0 : M1, (k & 1) ? mhi : mlo),
+                                                         _mm512_set1_epi32(bsw[t][k]));
                     const __m512 da = _mm512_set1_ps(dat[t]);
                     const int z = fresh && j == 0 && k == 0;
                     _mm512_store_ps(st[t][0], _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_mul_ps(d, da), rq_st(st[t][0], z)));
                     _mm512_store_ps(st[t][1], _mm512_fmadd_ps(_mm512_cvtepi32_ps(im), _mm512_mul_ps(dm, da), rq_st(st[t][1], z)));
                 } else {
                     isb[t] = is;
-                    imb[t] = k ? _mm512_add_epi32(imb[t], im) : im;
                 }
             }
         }
-        if (!grp)
+        if (!grp) {
+            /* the mins' sum over the four pairs (exact integers, after the dots: registers) */
+            __m512i mn[4];
+            KUNROLL
+            for (int k = 0; k < 4; k++) mn[k] = _mm512_shuffle_epi8(k < 2 ? M0 : M1, (k & 1) ? mhi : mlo);
             KUNROLL
             for (int t = 0; t < T; t++) {
+                __m512i imb = _mm512_madd_epi16(mn[0], _mm512_set1_epi32(bsw[t][0]));
+                KUNROLL
+                for (int k = 1; k < 4; k++) imb = _mm512_add_epi32(imb, _mm512_madd_epi16(mn[k], _mm512_set1_epi32(bsw[t][k])));
                 const __m512 da = _mm512_set1_ps(dat[t]);
                 const int z = fresh && j == 0;
                 _mm512_store_ps(st[t][0], _mm512_fmadd_ps(_mm512_cvtepi32_ps(isb[t]), _mm512_mul_ps(d, da), rq_st(st[t][0], z)));
-                _mm512_store_ps(st[t][1], _mm512_fmadd_ps(_mm512_cvtepi32_ps(imb[t]), _mm512_mul_ps(dm, da), rq_st(st[t][1], z)));
+                _mm512_store_ps(st[t][1], _mm512_fmadd_ps(_mm512_cvtepi32_ps(imb), _mm512_mul_ps(dm, da), rq_st(st[t][1], z)));
             }
+        }
     }
 }
 
@@ -408,6 +431,7 @@ KINLINE void mm_q4_K_rq(float *restrict y, size_t ldy, const uint8_t *restrict w
                         int n_tok, const int grp) {
     const uint8_t *x = xq;
     const int64_t nb = n_in / 256;
+    const int tg = grp ? 4 : RQ16_TG; /* tokens per pass (the 4-column order: 8 measured slower) */
     _Alignas(64) float st[RQ_TB][2][16];
     for (int64_t rt = row0 & ~(int64_t)15; rt < row1; rt += 16) {
         const uint8_t *tile = w + (size_t)rt * w_row_bytes;
@@ -419,10 +443,16 @@ KINLINE void mm_q4_K_rq(float *restrict y, size_t ldy, const uint8_t *restrict w
                 const int ns = nb - i0 < RQ_SBC ? (int)(nb - i0) : RQ_SBC;
                 const uint8_t *p = tile + (size_t)i0 * RQ16_SB;
                 const int fr = i0 == 0;
-                for (int t = 0; t < ntb; t += RQ16_TG) {
+                for (int t = 0; t < ntb; t += tg) {
                     const uint8_t *xg = xt + (size_t)t * xq_row_bytes;
                     const int pf = tb == 0 && t == 0;
-                    switch (ntb - t < RQ16_TG ? ntb - t : RQ16_TG) {
+                    switch (ntb - t < tg ? ntb - t : tg) {
+#if RQ16_TG > 4 /* (grp 0 only) */
+                    case 8: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 8, 0, st + t, pf, fr); break;
+                    case 7: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 7, 0, st + t, pf, fr); break;
+                    case 6: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 6, 0, st + t, pf, fr); break;
+                    case 5: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 5, 0, st + t, pf, fr); break;
+#endif
                     case 4: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 4, grp, st + t, pf, fr); break;
                     case 3: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 3, grp, st + t, pf, fr); break;
                     case 2: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 2, grp, st + t, pf, fr); break;
