@@ -258,9 +258,7 @@ static void mm_q4_K_grp_z(float *restrict y, size_t ldy, const uint8_t *restrict
  * 4-column gemm (the same per pair of sub-blocks); y = acc - accm. */
 #define RQ16_SB 2304
 #define RQ16_PF (4 * RQ16_SB) /* prefetch lead of the first token group's pass */
-#ifndef RQ16_TG
 #define RQ16_TG 8 /* tokens per pass of the gemv order: up to 4 with two chains per sub-block, 5 .. 8 with one */
-#endif
 
 /* rows 0 .. 15 of src (row bytes wrb, nb super-blocks each) -> one tile at dst: each 64-byte
  * half of the codes by rq_tr16 (lane r = row r), d / dmin / scale dwords a row at a time */
@@ -447,12 +445,10 @@ KINLINE void mm_q4_K_rq(float *restrict y, size_t ldy, const uint8_t *restrict w
                     const uint8_t *xg = xt + (size_t)t * xq_row_bytes;
                     const int pf = tb == 0 && t == 0;
                     switch (ntb - t < tg ? ntb - t : tg) {
-#if RQ16_TG > 4 /* (grp 0 only) */
-                    case 8: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 8, 0, st + t, pf, fr); break;
+                    case 8: /* (grp 0 only) */ RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 8, 0, st + t, pf, fr); break;
                     case 7: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 7, 0, st + t, pf, fr); break;
                     case 6: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 6, 0, st + t, pf, fr); break;
                     case 5: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 5, 0, st + t, pf, fr); break;
-#endif
                     case 4: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 4, grp, st + t, pf, fr); break;
                     case 3: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 3, grp, st + t, pf, fr); break;
                     case 2: RQ16_RUN(p, ns, xg, xq_row_bytes, i0, 2, grp, st + t, pf, fr); break;
