@@ -257,7 +257,11 @@ static void mm_q4_K_grp_z(float *restrict y, size_t ldy, const uint8_t *restrict
  * super-block acc = fma(isum, dw * da, acc), accm = fma(imin, dmin * da, accm)), grp = 1 the
  * 4-column gemm (the same per pair of sub-blocks); y = acc - accm. */
 #define RQ16_SB 2304
-#define RQ16_PF (4 * RQ16_SB) /* prefetch lead of the first token group's pass */
+/* prefetch lead of the first token group's pass: two super-blocks (non-temporal, KX_PF_HINT).
+ * Zen 5, one thread, 100 DRAM-resident 1536 x 6144 matrices in huge pages (as a model's), 1
+ * token, 3 alternating runs: 4 super-blocks 32.1-36.5 GB/s, 2: 36.8-38.4, 1: 31-32; T0 or T1
+ * hints at 2 / 4 / 8 no better (T1 slower) */
+#define RQ16_PF (2 * RQ16_SB)
 #define RQ16_TG 8 /* tokens per pass of the gemv order: up to 4 with two chains per sub-block, 5 .. 8 with one */
 
 /* rows 0 .. 15 of src (row bytes wrb, nb super-blocks each) -> one tile at dst: each 64-byte
