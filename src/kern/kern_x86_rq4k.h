@@ -339,8 +339,8 @@ KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict
             q4k_bsw(xb + t * xrb, bsw[t], &dat[t]);
             xt[t] = xb + t * xrb + 4;
         }
-        /* isb: the gemv's isum over the super-block so far (grp 0); with more than 4 tokens
-         * also the first four groups' part of pair k's isum (grp 1: from zero) */
+        /* isb: the gemv's isum over the super-block so far (grp 0; the 4-column order takes
+         * at most 4 tokens a pass, mm_q4_K_rq's tg) */
         __m512i isb[RQ16_TG];
         KUNROLL
         for (int k = 0; k < 4; k++) {
@@ -366,7 +366,7 @@ KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict
                 if (T > 4 && g == 3)
                     KUNROLL
                     for (int t = 0; t < T; t++) {
-                        isb[t] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(grp || !k ? zero : isb[t], D0[t], sa), D1[t], sb);
+                        isb[t] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(k ? isb[t] : zero, D0[t], sa), D1[t], sb);
                         D0[t] = D1[t] = zero;
                     }
             }
