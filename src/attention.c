@@ -62,15 +62,12 @@ void attn_rope_cache(g4_work *w, const g4_layer *l, int r0, int T) {
  * ref: ops.cpp rotate_pairs(n_dims, n_dims/2, ...): x0*cos - x1*sin and x0*sin + x1*cos,
  * which llama.cpp's FMA builds (haswell and up, NEON) compile into one fused multiply-add
  * each, the second product rounded first; fmaf reproduces that on every ISA (g4-ggml-ops). */
-void attn_rope_neox(float *x, const float *cs, int n_rot) {
-    const int half = n_rot / 2;
-    for (int j = 0; j < half; j++) {
-        const float c = cs[2 * j], sn = cs[2 * j + 1];
-        const float x0 = x[j], x1 = x[j + half];
-        const float x1s = x1 * sn, x1c = x1 * c;
-        x[j]        = fmaf(x0, c, -x1s);
-        x[j + half] = fmaf(x0, sn, x1c);
-    }
+void attn_rope_neox(float *x, const float *cs, int n_rot) { kern_rope_neox_ref(x, cs, n_rot); }
+
+/* the table's form of it (kern.h rope_neox: the same bits), or the portable loop */
+static void rope_neox(const g4_work *w, float *x, const float *cs, int n_rot) {
+    if (w->m->kern->rope_neox) w->m->kern->rope_neox(x, cs, n_rot);
+    else kern_rope_neox_ref(x, cs, n_rot);
 }
 
 /* ==== Q, K, V preparation ==== */
@@ -83,7 +80,7 @@ static void q_prep_row(g4_work *w, const void *arg, int t) {
     const float *cs = w->rope_cs + (size_t)t * (size_t)w->head_dim_max;
     float *q = w->Qcur + (size_t)t * q_dim;
     forward_rms_norm_n(q, (size_t)hd, q, (size_t)hd, l->n_head, hd, fvec(l->attn_q_norm), w->m->cfg.rms_eps);
-    for (int h = 0; h < l->n_head; h++) attn_rope_neox(q + (size_t)h * (size_t)hd, cs, l->n_rot);
+    for (int h = 0; h < l->n_head; h++) rope_neox(w, q + (size_t)h * (size_t)hd, cs, l->n_rot);
 }
 
 void attn_q_prep(g4_work *w, const g4_layer *l, int r0, int T) {
@@ -126,7 +123,7 @@ static void kv_store_row(g4_work *w, const void *arg, int t) {
         double sum[2];
         forward_sumsq(kv2, 2, hd, sum); /* K's and V's sums side by side */
         forward_rms_apply(k, k, fvec(l->attn_k_norm), hd, sum[0], eps);
-        attn_rope_neox(k, cs, l->n_rot);
+        rope_neox(w, k, cs, l->n_rot);
         forward_rms_apply(v, v, NULL, hd, sum[1], eps);
         /* the cell, and its mirror on a ring */
         for (size_t cc = c; cc < (kv->swa ? 2 * nc : nc); cc += nc) {

@@ -15,6 +15,7 @@
  *   zeros, tails): every lookup index and the edges must agree
  * - expsum: every lane kern_expf's, the sum near the exact one, for every table
  * - sub_max / scale: bit for bit the softmax's scalar loops (tails, signed zeros at the max)
+ * - rope_neox: bit for bit kern_rope_neox_ref (every n_rot up to 66 and the model's, tails)
  * - matmul_f16x / round_f16: bit for bit the F16 kernels they stand for (f16x)
  * - kern_select: forcing, $G4_ISA, unknown and unrunnable names
  * Set G4_TEST_VERBOSE=1 to print the worst NMSE per table and type.
@@ -462,6 +463,33 @@ static void softmax_steps(const g4_kern *k) {
     free(x); free(y);
 }
 
+/* rope_neox: kern_rope_neox_ref's bits for every even n_rot up to 66 and 128 / 256 / 512 (the
+ * models' head sizes), angles over many turns, values spread over magnitudes; the dims past
+ * n_rot and past the row untouched */
+static void ropes(const g4_kern *k) {
+    if (!k->rope_neox) return;
+    enum { N = 512 + 8 };
+    float x[N], y[N], cs[N];
+    uint64_t s = 5;
+    int bad = 0, guard = 0, runs = 0;
+    for (int rep = 0; rep < 46; rep++) {
+        const int n_rot = rep < 33 ? 2 * (rep + 1) : rep < 42 ? 2 * (rep - 32) + 48 : 128 << (rep % 3);
+        for (int i = 0; i < N; i++) x[i] = gauss(&s) * (i % 5 == 0 ? 1e3f : i % 7 == 0 ? 1e-3f : 1.0f);
+        for (int i = 0; i < n_rot; i += 2) {
+            const float th = gauss(&s) * 40.0f;
+            cs[i] = cosf(th), cs[i + 1] = sinf(th);
+        }
+        memcpy(y, x, sizeof x);
+        kern_rope_neox_ref(y, cs, n_rot);
+        k->rope_neox(x, cs, n_rot);
+        for (int i = 0; i < n_rot; i++) bad += memcmp(&x[i], &y[i], sizeof *x) != 0;
+        for (int i = n_rot; i < N; i++) guard += memcmp(&x[i], &y[i], sizeof *x) != 0;
+        runs++;
+    }
+    T_CHECKF(bad == 0 && runs == 46, "%s: rope_neox differs from kern_rope_neox_ref in %d values", k->name, bad);
+    T_CHECKF(guard == 0, "%s: rope_neox wrote past n_rot (%d)", k->name, guard);
+}
+
 /* the soft-cap's tanh: a table's SIMD form (kern.h softcap) gives its portable steps' bits
  * (softcap_ref: kern_softcap_fd on x86, kern_softcap_fdf with glibc aarch64's fused steps on
  * the NEON tables) on a sweep of bit patterns through every binade (both signs, subnormals,
@@ -639,6 +667,7 @@ T_GROUP(kern) {
     for (int i = 0; i < nk; i++) geglus(ks[i], tab);
     for (int i = 0; i < nk; i++) expsums(ks[i]);
     for (int i = 0; i < nk; i++) softmax_steps(ks[i]);
+    for (int i = 0; i < nk; i++) ropes(ks[i]);
     for (int i = 0; i < nk; i++) f16x(ks[i]);
     for (int i = 0; i < nk; i++) softcaps(ks[i]);
     free(tab);

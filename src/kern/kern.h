@@ -106,6 +106,11 @@ typedef struct g4_kern {
      * first: the sign of a zero). */
     float         (*sub_max)(float *x, int64_t n);
     void          (*scale)(float *x, int64_t n, float s);
+    /* NEOX RoPE of x[0 .. n_rot) by the (cos, sin) pairs cs[0 .. n_rot) (attention.c
+     * attn_rope_cs): x[j] = fmaf(x[j], c, -(x[j + h] * s)), x[j + h] = fmaf(x[j], s, x[j + h] * c),
+     * h = n_rot / 2, the bits of kern_rope_neox_ref (ops.cpp rotate_pairs as llama.cpp's FMA
+     * builds compile it); NULL = that loop (where fmaf is an instruction, or on no SIMD) */
+    void          (*rope_neox)(float *x, const float *cs, int n_rot);
     /* y = c * tanhf(y * (1/c)) with softcap_ref's steps (glibc's fdlibm tanhf: kern_softcap_fd,
      * or kern_softcap_fdf with its aarch64 build's fused steps), or NULL; used only where
      * kern_softcap_check finds the C library's tanhf gives those bits */
@@ -130,6 +135,9 @@ static inline void kern_q6_K_rq_block(const uint8_t *w, size_t wrb, int64_t r, i
     for (int k = 0; k < 52; k++) memcpy(out + 4 * k, sb + 64 * k + 4 * rr, 4);
     memcpy(out + 208, sb + 3328 + 2 * rr, 2);
 }
+
+/* the portable NEOX RoPE (kern.h rope_neox; the SIMD ones equal it bit for bit) */
+void kern_rope_neox_ref(float *x, const float *cs, int n_rot);
 
 /* the portable GeGLU (the scalar table's; the SIMD ones equal it bit for bit) */
 void kern_geglu_ref(float *restrict gate, const float *restrict up, const uint16_t *restrict tab, int64_t n);

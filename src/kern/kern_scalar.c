@@ -7,6 +7,8 @@
  * oracle for the SIMD tables (tests/test_kern.c) and runs on any CPU. Loop order: each
  * weight row is read once and dotted with every token while it is in cache.
  */
+#include <math.h>
+
 #include "kern_isa.h"
 #include "quant/quant_ref.h"
 
@@ -68,6 +70,17 @@ static void act_bf16(const float *restrict x, void *restrict y, int64_t n) { qua
 static void act_q8_0(const float *restrict x, void *restrict y, int64_t n) { quant_act_q8_0(x, y, n); }
 static void act_q8_1(const float *restrict x, void *restrict y, int64_t n) { quant_act_q8_1(x, y, n); }
 static void act_q8_K(const float *restrict x, void *restrict y, int64_t n) { quant_act_q8_K(x, y, n); }
+
+void kern_rope_neox_ref(float *x, const float *cs, int n_rot) {
+    const int half = n_rot / 2;
+    for (int j = 0; j < half; j++) {
+        const float c = cs[2 * j], sn = cs[2 * j + 1];
+        const float x0 = x[j], x1 = x[j + half];
+        const float x1s = x1 * sn, x1c = x1 * c;
+        x[j]        = fmaf(x0, c, -x1s);
+        x[j + half] = fmaf(x0, sn, x1c);
+    }
+}
 
 void kern_geglu_ref(float *restrict gate, const float *restrict up, const uint16_t *restrict tab, int64_t n) {
     for (int64_t i = 0; i < n; i++) {

@@ -2571,6 +2571,32 @@ static void act_q8_K(const float *restrict x, void *restrict vy, int64_t n) {
     }
 }
 
+/* ==== NEOX RoPE (kern.h rope_neox): kern_rope_neox_ref's fmaf as vfmsub / vfmadd (one
+ * rounding each, as fmaf), 8 pairs a step; the (cos, sin) pairs split into a cos and a sin
+ * vector ==== */
+static void rope_neox_x86(float *x, const float *cs, int n_rot) {
+    const int half = n_rot / 2;
+    int j = 0;
+    for (; j + 8 <= half; j += 8) {
+        const __m256 a = _mm256_loadu_ps(cs + 2 * j), b = _mm256_loadu_ps(cs + 2 * j + 8);
+        /* a = c0 s0 c1 s1 | c2 s2 c3 s3, b = c4 s4 c5 s5 | c6 s6 c7 s7 */
+        const __m256i ord = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+        const __m256 c = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), ord);
+        const __m256 sn = _mm256_permutevar8x32_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)), ord);
+        const __m256 x0 = _mm256_loadu_ps(x + j), x1 = _mm256_loadu_ps(x + j + half);
+        const __m256 x1s = _mm256_mul_ps(x1, sn), x1c = _mm256_mul_ps(x1, c);
+        _mm256_storeu_ps(x + j, _mm256_fmsub_ps(x0, c, x1s));
+        _mm256_storeu_ps(x + j + half, _mm256_fmadd_ps(x0, sn, x1c));
+    }
+    for (; j < half; j++) {
+        const float c = cs[2 * j], sn = cs[2 * j + 1];
+        const float x0 = x[j], x1 = x[j + half];
+        const float x1s = x1 * sn, x1c = x1 * c;
+        x[j]        = fmaf(x0, c, -x1s);
+        x[j + half] = fmaf(x0, sn, x1c);
+    }
+}
+
 /* ==== GeGLU (kern.h g4_geglu_fn): F16C rounds to nearest even as g4_f32_to_f16 does ==== */
 static void geglu_x86(float *restrict g, const float *restrict up, const uint16_t *restrict tab, int64_t n) {
     const __m256 lo = _mm256_set1_ps(-10.0f), hi = _mm256_set1_ps(10.0f);
@@ -2843,6 +2869,7 @@ static void softcap_x86(float *y, int64_t n, float c) {
     .expsum = KX_EXPSUM,                                                                    \
     .sub_max = sub_max_x86,                                                                 \
     .scale = scale_x86,                                                                     \
+    .rope_neox = rope_neox_x86,                                                             \
     .softcap = softcap_x86,                                                                  \
     .softcap_ref = kern_softcap_fd,                                                          \
     .vec_w = KX_VEC_W,                                                                      \
