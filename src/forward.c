@@ -159,7 +159,26 @@ typedef struct mm_ctx {
     float softcap;         /* 0 = none; else y = c * tanhf(y * (1/c)) after the scale */
     void (*capf)(float *y, int64_t n, float c); /* the model's soft-cap (g4_model.softcap) */
     float *const *dst;     /* NULL, or [n_tok]: copy each finished y row there (NULL = keep) */
+    /* fused passes (matmul_parts, matmul_gate_up): more matrices of the same input in one pass */
+    const struct mm_part *part; /* NULL, or [n_part]: the pass's rows are the parts' rows, one
+                                 * after the other (w, y, ldy, scale above unused) */
+    int n_part;
+    const g4_tensor *w_up; /* non-NULL: rows r of w (gate, into y) and of w_up (into y_up),
+                            * then y = geglu(y, y_up) on those rows (geglu, gelu_tab) */
+    float *y_up;
+    float scale_up;
+    g4_geglu_fn geglu;
+    const uint16_t *gelu_tab;
 } mm_ctx;
+
+/* one matrix of a fused pass: its rows [0, ne[1]) are the pass's rows [at, at + ne[1]) */
+typedef struct mm_part {
+    const g4_tensor *w;
+    float *y;              /* [n_tok][ldy] */
+    size_t ldy;
+    float scale;
+    int64_t at;
+} mm_part;
 
 static void mm_quant_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     (void)thread;
@@ -169,15 +188,15 @@ static void mm_quant_task(void *vctx, int64_t i0, int64_t i1, int thread) {
         c->kern->quantize_act[c->dot_type](c->x + t * n_in, c->xq + (size_t)t * c->xq_rb, n_in);
 }
 
-/* the kernel of token t: column cols[t] of an op over N columns; a column of -1 is an op of
- * its own (a decode-order row: G4_EVAL_DECODE_ORDER) */
-static g4_matmul_fn mm_pick(const mm_ctx *c, int t) {
+/* the kernel of token t for weight w: column cols[t] of an op over N columns; a column of -1
+ * is an op of its own (a decode-order row: G4_EVAL_DECODE_ORDER) */
+static g4_matmul_fn mm_pick(const mm_ctx *c, const g4_tensor *w, int t) {
     const int64_t col = c->cols[t];
-    const g4_matmul_fn fn = col < 0 ? kern_pick(c->kern, c->w->type, 1, 0, c->w->ne[0], c->w->ne[1], c->flags)
-                                    : kern_pick(c->kern, c->w->type, c->N, col, c->w->ne[0], c->w->ne[1], c->flags);
-    if (!c->w->rq) return fn;
+    const g4_matmul_fn fn = col < 0 ? kern_pick(c->kern, w->type, 1, 0, w->ne[0], w->ne[1], c->flags)
+                                    : kern_pick(c->kern, w->type, c->N, col, w->ne[0], w->ne[1], c->flags);
+    if (!w->rq) return fn;
     /* a repacked Q6_K matrix: its one order from its tiles */
-    if (c->w->type == G4_TYPE_Q6_K) {
+    if (w->type == G4_TYPE_Q6_K) {
         G4_ASSERT(fn == c->kern->matmul[G4_TYPE_Q6_K]);
         return c->kern->matmul_rq6;
     }
@@ -186,25 +205,43 @@ static g4_matmul_fn mm_pick(const mm_ctx *c, int t) {
     return c->kern->matmul_rq[fn != c->kern->matmul[G4_TYPE_Q4_K]];
 }
 
+/* rows [r0, r1) of w for every token into y (row r of token t at y[t * ldy + r]), scaled */
+static void mm_rows(const mm_ctx *c, const g4_tensor *w, float *y, size_t ldy, float scale, int64_t r0, int64_t r1) {
+    /* runs of tokens with the same kernel (float order): usually one or two */
+    for (int t0 = 0; t0 < c->n_tok;) {
+        const g4_matmul_fn fn = mm_pick(c, w, t0);
+        int t1 = t0 + 1;
+        while (t1 < c->n_tok && mm_pick(c, w, t1) == fn) t1++;
+        fn(y + (size_t)t0 * ldy, ldy, w->data, w->row_bytes, c->xq + (size_t)t0 * c->xq_rb, c->xq_rb, w->ne[0], r0, r1,
+           t1 - t0);
+        t0 = t1;
+    }
+    if (scale != 1.0f) /* ref: llm_graph_context::build_lora_mm, y = ggml_mul(W x, w_s) */
+        for (int t = 0; t < c->n_tok; t++) {
+            float *yt = y + (size_t)t * ldy;
+            for (int64_t r = r0; r < r1; r++) yt[r] *= scale;
+        }
+}
+
 static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
     (void)thread;
     mm_ctx *c = vctx;
-    const int64_t r0 = c->row0 + i0, r1 = c->row0 + i1;
-    const g4_tensor *w = c->w;
-    /* runs of tokens with the same kernel (float order): usually one or two */
-    for (int t0 = 0; t0 < c->n_tok;) {
-        const g4_matmul_fn fn = mm_pick(c, t0);
-        int t1 = t0 + 1;
-        while (t1 < c->n_tok && mm_pick(c, t1) == fn) t1++;
-        fn(c->y + (size_t)t0 * c->ldy, c->ldy, w->data, w->row_bytes, c->xq + (size_t)t0 * c->xq_rb, c->xq_rb,
-           w->ne[0], r0, r1, t1 - t0);
-        t0 = t1;
-    }
-    if (c->scale != 1.0f) /* ref: llm_graph_context::build_lora_mm, y = ggml_mul(W x, w_s) */
-        for (int t = 0; t < c->n_tok; t++) {
-            float *yt = c->y + (size_t)t * c->ldy;
-            for (int64_t r = r0; r < r1; r++) yt[r] *= c->scale;
+    if (c->part) { /* fused: the parts these rows fall in */
+        for (int k = 0; k < c->n_part; k++) {
+            const mm_part *q = &c->part[k];
+            const int64_t a = i0 > q->at ? i0 : q->at, b = i1 < q->at + q->w->ne[1] ? i1 : q->at + q->w->ne[1];
+            if (a < b) mm_rows(c, q->w, q->y, q->ldy, q->scale, a - q->at, b - q->at);
         }
+        return;
+    }
+    const int64_t r0 = c->row0 + i0, r1 = c->row0 + i1;
+    mm_rows(c, c->w, c->y, c->ldy, c->scale, r0, r1);
+    if (c->w_up) { /* the same rows of up, then GeGLU on them (a row's result is the same
+                    * wherever the rows are cut: geglu is per element) */
+        mm_rows(c, c->w_up, c->y_up, c->ldy, c->scale_up, r0, r1);
+        for (int t = 0; t < c->n_tok; t++)
+            c->geglu(c->y + (size_t)t * c->ldy + r0, c->y_up + (size_t)t * c->ldy + r0, c->gelu_tab, r1 - r0);
+    }
     if (c->softcap != 0.0f)
         for (int t = 0; t < c->n_tok; t++)
             c->capf(c->y + (size_t)t * c->ldy + r0, r1 - r0, c->softcap);
@@ -215,29 +252,45 @@ static void mm_rows_task(void *vctx, int64_t i0, int64_t i1, int thread) {
         }
 }
 
-/* ref: ggml_compute_forward_mul_mat: src1 rows converted to vec_dot_type(src0) first */
-static void matmul_ex(g4_work *wk, const g4_tensor *w, const float *x, int n_tok, const int32_t *cols, int64_t N,
-                      unsigned flags, float *y, size_t ldy, int64_t row0, int64_t row1, float scale, float softcap,
-                      float *const *dst, int reuse) {
+/* the context of a matmul of w by x's n_tok rows (act holding them in w's dot type: mm_run) */
+static mm_ctx mm_make(g4_work *wk, const g4_tensor *w, const float *x, int n_tok, const int32_t *cols, int64_t N,
+                      unsigned flags, float *y, size_t ldy, int64_t row0, float scale) {
     const g4_model *m = wk->m;
     mm_ctx c = {
         .kern = m->kern, .w = w, .x = x, .xq = wk->act,
         .dot_type = quant_traits(w->type)->dot_type,
         .y = y, .ldy = ldy, .row0 = row0, .n_tok = n_tok, .cols = cols, .N = N, .flags = flags, .scale = scale,
-        .softcap = softcap, .capf = m->softcap, .dst = dst,
+        .capf = m->softcap,
     };
     c.xq_rb = kern_act_row_bytes(c.dot_type, w->ne[0]);
-    G4_ASSERT(c.xq_rb <= wk->act_row_max && n_tok <= wk->n_rows && row1 <= w->ne[1]);
-    /* reuse: x unchanged since the last matmul (the caller's word); act then still holds it
-     * if that one quantized the same rows to the same type */
-    if (!reuse || wk->act_x != x || wk->act_n_tok != n_tok || wk->act_n_in != w->ne[0] || wk->act_dt != (int)c.dot_type) {
+    G4_ASSERT(c.xq_rb <= wk->act_row_max && n_tok <= wk->n_rows);
+    return c;
+}
+
+/* ref: ggml_compute_forward_mul_mat: src1 rows converted to vec_dot_type(src0) first; then
+ * rows [0, n_rows) of the pass, a contiguous share per thread claimed in shrinking multiples
+ * of 16 rows (whole 8-row kernel tiles) and stolen from the back in the same (pool.c): the
+ * threads finish within a 16-row chunk of each other.
+ * reuse: x unchanged since the last matmul (the caller's word); act then still holds it if
+ * that one quantized the same rows to the same type */
+static void mm_run(g4_work *wk, mm_ctx *c, int64_t n_rows, int reuse) {
+    const g4_model *m = wk->m;
+    const int64_t n_in = c->w->ne[0];
+    if (!reuse || wk->act_x != c->x || wk->act_n_tok != c->n_tok || wk->act_n_in != n_in || wk->act_dt != c->dot_type) {
         /* a few short rows on this thread: cheaper than a pool pass's hand-over */
-        pool_for(m->pool, n_tok, (int64_t)n_tok * w->ne[0] <= 16384 ? n_tok : 1, mm_quant_task, &c);
-        wk->act_x = x, wk->act_n_tok = n_tok, wk->act_n_in = w->ne[0], wk->act_dt = (int)c.dot_type;
+        pool_for(m->pool, c->n_tok, (int64_t)c->n_tok * n_in <= 16384 ? c->n_tok : 1, mm_quant_task, c);
+        wk->act_x = c->x, wk->act_n_tok = c->n_tok, wk->act_n_in = n_in, wk->act_dt = c->dot_type;
     }
-    /* rows in shrinking chunks of multiples of 16 (whole 8-row kernel tiles): both threads
-     * finish within a 16-row chunk of each other */
-    pool_for_guided(m->pool, row1 - row0, wk->n_threads > 1 ? 16 : row1 - row0, mm_rows_task, &c);
+    pool_for_guided(m->pool, n_rows, wk->n_threads > 1 ? 16 : n_rows, mm_rows_task, c);
+}
+
+static void matmul_ex(g4_work *wk, const g4_tensor *w, const float *x, int n_tok, const int32_t *cols, int64_t N,
+                      unsigned flags, float *y, size_t ldy, int64_t row0, int64_t row1, float scale, float softcap,
+                      float *const *dst, int reuse) {
+    mm_ctx c = mm_make(wk, w, x, n_tok, cols, N, flags, y, ldy, row0, scale);
+    G4_ASSERT(row1 <= w->ne[1]);
+    c.softcap = softcap, c.dst = dst;
+    mm_run(wk, &c, row1 - row0, reuse);
 }
 
 /* Layer matmuls: chunk rows [a, b) are columns col[a..b) of llama.cpp's op over the
@@ -255,6 +308,40 @@ static void matmul(g4_work *w, const g4_tensor *wt, const float *x, int a, int b
 /* the same, x unchanged since the previous matmul (its quantized rows reused when they match) */
 static void matmul_same_x(g4_work *w, const g4_tensor *wt, const float *x, int a, int b, float *y, float scale) {
     matmul_ex(w, wt, x, b - a, w->col + a, w->batch_n, 0, y, (size_t)wt->ne[1], 0, wt->ne[1], scale, 0.0f, NULL, 1);
+}
+
+/* Matrices of the same input in one pass (one hand-over instead of one each): each the same
+ * kernels on the same rows as its own matmul (same bits), where they share the input width
+ * and the dot type; returns 0 (nothing done) where they do not. */
+static int mm_fusable(const g4_tensor *a, const g4_tensor *b) {
+    return a->ne[0] == b->ne[0] && quant_traits(a->type)->dot_type == quant_traits(b->type)->dot_type;
+}
+
+/* parts[0 .. n) of x's rows [a, b), all output rows of each, packed ([b - a][ne[1]]) */
+static int matmul_parts(g4_work *w, mm_part *parts, int n, const float *x, int a, int b) {
+    int64_t at = 0;
+    for (int k = 0; k < n; k++) {
+        if (!mm_fusable(parts[0].w, parts[k].w)) return 0;
+        parts[k].ldy = (size_t)parts[k].w->ne[1];
+        parts[k].at = at;
+        at += parts[k].w->ne[1];
+    }
+    mm_ctx c = mm_make(w, parts[0].w, x, b - a, w->col + a, w->batch_n, 0, NULL, 0, 0, 1.0f);
+    c.part = parts, c.n_part = n;
+    mm_run(w, &c, at, 0);
+    return 1;
+}
+
+/* gate = geglu(gate x, up x) on x's rows [a, b) in one pass; 0 where gate and up differ in
+ * input width or dot type (nothing done) */
+static int matmul_gate_up(g4_work *w, const g4_layer *l, const float *x, int a, int b) {
+    if (!mm_fusable(l->ffn_gate, l->ffn_up) || l->ffn_gate->ne[1] != l->ffn_up->ne[1]) return 0;
+    mm_ctx c = mm_make(w, l->ffn_gate, x, b - a, w->col + a, w->batch_n, 0, w->ffn_gate, (size_t)l->n_ff, 0,
+                       l->scale_gate);
+    c.w_up = l->ffn_up, c.y_up = w->ffn_up, c.scale_up = l->scale_up;
+    c.geglu = w->m->kern->geglu, c.gelu_tab = w->m->gelu_f16;
+    mm_run(w, &c, l->n_ff, 0);
+    return 1;
 }
 
 /* ==== Row-parallel helper ==== */
@@ -365,10 +452,12 @@ static void ffn(g4_work *w, const g4_layer *l, int r0, int T) {
     const int64_t E = w->m->cfg.n_embd, F = l->n_ff;
     const int n = T - r0;
     float *x = w->cur + (size_t)r0 * E;
-    matmul(w, l->ffn_gate, x, r0, T, w->ffn_gate, l->scale_gate); /* [n][F] */
-    matmul_same_x(w, l->ffn_up, x, r0, T, w->ffn_up, l->scale_up); /* [n][F] */
-    geglu_ctx g = { .gate = w->ffn_gate, .up = w->ffn_up, .tab = w->m->gelu_f16, .fn = w->m->kern->geglu };
-    pool_for(w->m->pool, (int64_t)n * F, 16384, geglu_task, &g);
+    if (!matmul_gate_up(w, l, x, r0, T)) { /* [n][F] */
+        matmul(w, l->ffn_gate, x, r0, T, w->ffn_gate, l->scale_gate); /* [n][F] */
+        matmul_same_x(w, l->ffn_up, x, r0, T, w->ffn_up, l->scale_up); /* [n][F] */
+        geglu_ctx g = { .gate = w->ffn_gate, .up = w->ffn_up, .tab = w->m->gelu_f16, .fn = w->m->kern->geglu };
+        pool_for(w->m->pool, (int64_t)n * F, 16384, geglu_task, &g);
+    }
     matmul(w, l->ffn_down, w->ffn_gate, r0, T, x, l->scale_down); /* [n][E] "ffn_out" */
 }
 
@@ -389,20 +478,32 @@ static void layer(g4_work *w, int il, int r_kv, int r0, int T) {
     attn_rope_cache(w, l, r_norm, T);
 
     /* 3-6. K/V projections, k-norm + RoPE, v-norm, cache write; V = raw K without attn_v */
+    /* Q with K and V in one pass where they take the same rows (2. below) */
+    int q_done = 0;
     if (l->has_kv && r_kv < T) {
         const int n = T - r_kv;
         const float *h = w->cur + (size_t)r_kv * E;
-        matmul(w, l->attn_k, h, r_kv, T, w->Kcur + (size_t)r_kv * kv_dim, l->scale_k);
+        mm_part kvq[3] = { { .w = l->attn_k, .y = w->Kcur + (size_t)r_kv * kv_dim, .scale = l->scale_k } };
+        int np = 1;
+        if (!l->v_is_k) kvq[np++] = (mm_part){ .w = l->attn_v, .y = w->Vcur + (size_t)r_kv * kv_dim, .scale = l->scale_v };
+        if (r_kv == r0) kvq[np++] = (mm_part){ .w = l->attn_q, .y = w->Qcur + (size_t)r0 * q_dim, .scale = l->scale_q };
+        if (np > 1 && matmul_parts(w, kvq, np, h, r_kv, T)) {
+            q_done = r_kv == r0;
+        } else {
+            matmul(w, l->attn_k, h, r_kv, T, w->Kcur + (size_t)r_kv * kv_dim, l->scale_k);
+            if (!l->v_is_k) matmul_same_x(w, l->attn_v, h, r_kv, T, w->Vcur + (size_t)r_kv * kv_dim, l->scale_v);
+        }
         if (l->v_is_k) memcpy(w->Vcur + (size_t)r_kv * kv_dim, w->Kcur + (size_t)r_kv * kv_dim, (size_t)n * (size_t)kv_dim * sizeof(float));
-        else matmul_same_x(w, l->attn_v, h, r_kv, T, w->Vcur + (size_t)r_kv * kv_dim, l->scale_v);
         attn_kv_store(w, l, r_kv, T);
     }
     if (r0 >= T) return;
 
     /* 2. Q projection, q-norm, RoPE ("Qcur", "Qcur_normed", "Qcur_pos") */
     /* after K / V of the same rows (cur unchanged since): their quantized input */
-    if (l->has_kv && r_kv == r0) matmul_same_x(w, l->attn_q, w->cur + (size_t)r0 * E, r0, T, w->Qcur + (size_t)r0 * q_dim, l->scale_q);
-    else matmul(w, l->attn_q, w->cur + (size_t)r0 * E, r0, T, w->Qcur + (size_t)r0 * q_dim, l->scale_q);
+    if (!q_done && l->has_kv && r_kv == r0)
+        matmul_same_x(w, l->attn_q, w->cur + (size_t)r0 * E, r0, T, w->Qcur + (size_t)r0 * q_dim, l->scale_q);
+    else if (!q_done)
+        matmul(w, l->attn_q, w->cur + (size_t)r0 * E, r0, T, w->Qcur + (size_t)r0 * q_dim, l->scale_q);
     attn_q_prep(w, l, r0, T);
 
     /* 7. attention over the cache of kv_src ("kqv_out") */
