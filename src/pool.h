@@ -1,6 +1,7 @@
-/* pool.h - persistent thread pool: parallel_for over small chunks claimed from an atomic
- * counter, so a descheduled thread's share is taken by the others (this VM's two vCPUs are
- * uneven). Threads are created once (model open), never per call. */
+/* pool.h - persistent thread pool: parallel_for over chunks, each thread on a contiguous share
+ * of them first, then stealing from the others' shares, so a descheduled thread's share is
+ * taken by the others (this VM's two vCPUs are uneven). Threads are created once (model open),
+ * never per call. */
 #ifndef G4_POOL_H
 #define G4_POOL_H
 
@@ -21,9 +22,10 @@ int       pool_n_threads(const g4_pool *p); /* 1 for NULL */
  * n <= chunk: runs inline on the caller. Calls must not nest; calls from several threads (sessions
  * sharing a model) are serialized, one whole pool_for at a time. */
 void      pool_for(g4_pool *p, int64_t n, int64_t chunk, g4_task_fn fn, void *ctx);
-/* The same with shrinking chunks (guided): each claim takes about a 1/(2 n_threads) share of
- * what is left, in multiples of `chunk` and at least `chunk`, so the last claims are small and
- * the threads finish together (a large job's tail is one small chunk, not one big one). */
+/* The same with shrinking claims (guided): a thread takes a quarter of what is left of its own
+ * share (a thief half of what is left of another's), in multiples of `chunk` and at least
+ * `chunk`, so the last claims are small and the threads finish together (a large job's tail is
+ * one small chunk, not one big one). */
 void      pool_for_guided(g4_pool *p, int64_t n, int64_t chunk, g4_task_fn fn, void *ctx);
 
 #endif
