@@ -312,24 +312,25 @@ static void matmul_same_x(g4_work *w, const g4_tensor *wt, const float *x, int a
 
 /* Matrices of the same input in one pass (one hand-over instead of one each): each the same
  * kernels on the same rows as its own matmul (same bits), where they share the input width
- * and the dot type; returns 0 (nothing done) where they do not. */
+ * and the dot type. */
 static int mm_fusable(const g4_tensor *a, const g4_tensor *b) {
     return a->ne[0] == b->ne[0] && quant_traits(a->type)->dot_type == quant_traits(b->type)->dot_type;
 }
 
-/* parts[0 .. n) of x's rows [a, b), all output rows of each, packed ([b - a][ne[1]]) */
-static int matmul_parts(g4_work *w, mm_part *parts, int n, const float *x, int a, int b) {
-    int64_t at = 0;
-    for (int k = 0; k < n; k++) {
-        if (!mm_fusable(parts[0].w, parts[k].w)) return 0;
-        parts[k].ldy = (size_t)parts[k].w->ne[1];
-        parts[k].at = at;
-        at += parts[k].w->ne[1];
+/* parts[0 .. n) by x's rows [a, b), all output rows of each, packed ([b - a][ne[1]]): each run
+ * of parts that fuse in one pass (x quantized again only where the dot type changes) */
+static void matmul_parts(g4_work *w, mm_part *parts, int n, const float *x, int a, int b) {
+    for (int k0 = 0, k1; k0 < n; k0 = k1) {
+        int64_t at = 0;
+        for (k1 = k0; k1 < n && mm_fusable(parts[k0].w, parts[k1].w); k1++) {
+            parts[k1].ldy = (size_t)parts[k1].w->ne[1];
+            parts[k1].at = at;
+            at += parts[k1].w->ne[1];
+        }
+        mm_ctx c = mm_make(w, parts[k0].w, x, b - a, w->col + a, w->batch_n, 0, NULL, 0, 0, 1.0f);
+        c.part = parts + k0, c.n_part = k1 - k0;
+        mm_run(w, &c, at, k0 > 0); /* after the first run x is the same (act still holds it) */
     }
-    mm_ctx c = mm_make(w, parts[0].w, x, b - a, w->col + a, w->batch_n, 0, NULL, 0, 0, 1.0f);
-    c.part = parts, c.n_part = n;
-    mm_run(w, &c, at, 0);
-    return 1;
 }
 
 /* gate = geglu(gate x, up x) on x's rows [a, b) in one pass; 0 where gate and up differ in
@@ -479,31 +480,21 @@ static void layer(g4_work *w, int il, int r_kv, int r0, int T) {
 
     /* 3-6. K/V projections, k-norm + RoPE, v-norm, cache write; V = raw K without attn_v */
     /* Q with K and V in one pass where they take the same rows (2. below) */
-    int q_done = 0;
+    const int q_with_kv = l->has_kv && r_kv == r0 && r_kv < T;
     if (l->has_kv && r_kv < T) {
         const int n = T - r_kv;
-        const float *h = w->cur + (size_t)r_kv * E;
         mm_part kvq[3] = { { .w = l->attn_k, .y = w->Kcur + (size_t)r_kv * kv_dim, .scale = l->scale_k } };
         int np = 1;
         if (!l->v_is_k) kvq[np++] = (mm_part){ .w = l->attn_v, .y = w->Vcur + (size_t)r_kv * kv_dim, .scale = l->scale_v };
-        if (r_kv == r0) kvq[np++] = (mm_part){ .w = l->attn_q, .y = w->Qcur + (size_t)r0 * q_dim, .scale = l->scale_q };
-        if (np > 1 && matmul_parts(w, kvq, np, h, r_kv, T)) {
-            q_done = r_kv == r0;
-        } else {
-            matmul(w, l->attn_k, h, r_kv, T, w->Kcur + (size_t)r_kv * kv_dim, l->scale_k);
-            if (!l->v_is_k) matmul_same_x(w, l->attn_v, h, r_kv, T, w->Vcur + (size_t)r_kv * kv_dim, l->scale_v);
-        }
+        if (q_with_kv) kvq[np++] = (mm_part){ .w = l->attn_q, .y = w->Qcur + (size_t)r0 * q_dim, .scale = l->scale_q };
+        matmul_parts(w, kvq, np, w->cur + (size_t)r_kv * E, r_kv, T);
         if (l->v_is_k) memcpy(w->Vcur + (size_t)r_kv * kv_dim, w->Kcur + (size_t)r_kv * kv_dim, (size_t)n * (size_t)kv_dim * sizeof(float));
         attn_kv_store(w, l, r_kv, T);
     }
     if (r0 >= T) return;
 
     /* 2. Q projection, q-norm, RoPE ("Qcur", "Qcur_normed", "Qcur_pos") */
-    /* after K / V of the same rows (cur unchanged since): their quantized input */
-    if (!q_done && l->has_kv && r_kv == r0)
-        matmul_same_x(w, l->attn_q, w->cur + (size_t)r0 * E, r0, T, w->Qcur + (size_t)r0 * q_dim, l->scale_q);
-    else if (!q_done)
-        matmul(w, l->attn_q, w->cur + (size_t)r0 * E, r0, T, w->Qcur + (size_t)r0 * q_dim, l->scale_q);
+    if (!q_with_kv) matmul(w, l->attn_q, w->cur + (size_t)r0 * E, r0, T, w->Qcur + (size_t)r0 * q_dim, l->scale_q);
     attn_q_prep(w, l, r0, T);
 
     /* 7. attention over the cache of kv_src ("kqv_out") */

@@ -138,6 +138,8 @@ static inline void kern_q6_K_rq_block(const uint8_t *w, size_t wrb, int64_t r, i
 
 /* the portable NEOX RoPE (kern.h rope_neox; the SIMD ones equal it bit for bit) */
 void kern_rope_neox_ref(float *x, const float *cs, int n_rot);
+/* its pairs j0 .. half - 1 only (half = n_rot / 2): a SIMD form's tail */
+void kern_rope_neox_pairs(float *x, const float *cs, int half, int j0);
 
 /* the portable GeGLU (the scalar table's; the SIMD ones equal it bit for bit) */
 void kern_geglu_ref(float *restrict gate, const float *restrict up, const uint16_t *restrict tab, int64_t n);

@@ -71,9 +71,10 @@ static void act_q8_0(const float *restrict x, void *restrict y, int64_t n) { qua
 static void act_q8_1(const float *restrict x, void *restrict y, int64_t n) { quant_act_q8_1(x, y, n); }
 static void act_q8_K(const float *restrict x, void *restrict y, int64_t n) { quant_act_q8_K(x, y, n); }
 
-void kern_rope_neox_ref(float *x, const float *cs, int n_rot) {
-    const int half = n_rot / 2;
-    for (int j = 0; j < half; j++) {
+void kern_rope_neox_ref(float *x, const float *cs, int n_rot) { kern_rope_neox_pairs(x, cs, n_rot / 2, 0); }
+
+void kern_rope_neox_pairs(float *x, const float *cs, int half, int j0) {
+    for (int j = j0; j < half; j++) {
         const float c = cs[2 * j], sn = cs[2 * j + 1];
         const float x0 = x[j], x1 = x[j + half];
         const float x1s = x1 * sn, x1c = x1 * c;

@@ -2588,13 +2588,7 @@ static void rope_neox_x86(float *x, const float *cs, int n_rot) {
         _mm256_storeu_ps(x + j, _mm256_fmsub_ps(x0, c, x1s));
         _mm256_storeu_ps(x + j + half, _mm256_fmadd_ps(x0, sn, x1c));
     }
-    for (; j < half; j++) {
-        const float c = cs[2 * j], sn = cs[2 * j + 1];
-        const float x0 = x[j], x1 = x[j + half];
-        const float x1s = x1 * sn, x1c = x1 * c;
-        x[j]        = fmaf(x0, c, -x1s);
-        x[j + half] = fmaf(x0, sn, x1c);
-    }
+    kern_rope_neox_pairs(x, cs, half, j);
 }
 
 /* ==== GeGLU (kern.h g4_geglu_fn): F16C rounds to nearest even as g4_f32_to_f16 does ==== */
