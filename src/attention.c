@@ -91,11 +91,9 @@ void attn_q_prep(g4_work *w, const g4_layer *l, int r0, int T) {
 static void store_row(const g4_session *s, uint8_t *dst, const float *x, int hd) {
     switch (s->kv_type) {
     case G4_TYPE_F32: memcpy(dst, x, (size_t)hd * sizeof(float)); break;
-    case G4_TYPE_F16: {
-        uint16_t h;
-        for (int i = 0; i < hd; i++) { h = g4_f32_to_f16(x[i]); memcpy(dst + 2 * (size_t)i, &h, 2); }
+    case G4_TYPE_F16: /* the table's converter: F16C / NEON where there is one, RNE as g4_f32_to_f16 */
+        s->m->kern->quantize_act[G4_TYPE_F16](x, dst, hd);
         break;
-    }
     default: /* Q8_0: ggml's cpy f32 -> q8_0 uses the CPU from_float, the activation quantizer */
         s->m->kern->quantize_act[G4_TYPE_Q8_0](x, dst, hd);
         break;
@@ -107,6 +105,7 @@ static void store_row(const g4_session *s, uint8_t *dst, const float *x, int hd)
  * flash attention is off). */
 /* The rows of one session in a chunk write distinct cells (at most n_ubatch <= n_cells of
  * them), and sessions have their own caches, so rows may run in parallel. */
+#define VH_MAX 1024
 static void kv_store_row(g4_work *w, const void *arg, int t) {
     const g4_layer *l = arg;
     const g4_session *s = w->sess[t];
@@ -116,6 +115,7 @@ static void kv_store_row(g4_work *w, const void *arg, int t) {
     const float eps = w->m->cfg.rms_eps;
     const float *cs = w->rope_cs + (size_t)t * (size_t)w->head_dim_max;
     const size_t c = (size_t)w->pos[t] % nc; /* full layers: n_cells = n_ctx > pos */
+    uint16_t vh[VH_MAX];                       /* a V row in F16, before its transposed store */
     for (int g = 0; g < nkv; g++) {
         float *k = w->Kcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
         float *v = w->Vcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
@@ -132,7 +132,9 @@ static void kv_store_row(g4_work *w, const void *arg, int t) {
                 store_row(s, kv->v + ((size_t)g * nr + cc) * kv->k_row_bytes, v, hd);
             } else if (s->kv_type == G4_TYPE_F16) {
                 uint16_t *vt = (uint16_t *)(void *)kv->v + (size_t)g * (size_t)hd * nr + cc;
-                for (int d = 0; d < hd; d++) vt[(size_t)d * nr] = g4_f32_to_f16(v[d]);
+                if (cc == c) /* once for the cell and its mirror */
+                    s->m->kern->quantize_act[G4_TYPE_F16](v, vh, hd < VH_MAX ? hd : VH_MAX);
+                for (int d = 0; d < hd; d++) vt[(size_t)d * nr] = d < VH_MAX ? vh[d] : g4_f32_to_f16(v[d]);
             } else {
                 float *vt = (float *)(void *)kv->v + (size_t)g * (size_t)hd * nr + cc;
                 for (int d = 0; d < hd; d++) vt[(size_t)d * nr] = v[d];
