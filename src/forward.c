@@ -21,6 +21,7 @@
  */
 #include "forward.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -56,9 +57,64 @@ void forward_gelu_table(uint16_t *t) {
 }
 
 /* ref: ggml-cpu/ops.cpp ggml_compute_forward_rms_norm_f32: each row's f32 squares added in
- * double in element order. Rows' chains are independent, so nr rows run side by side (4 or 2
- * chains per pass: the adds' latency overlaps; each row's sum is its one-row loop's). */
-void forward_sumsq(const float *const *x, int nr, int64_t n, double *s) {
+ * double in element order, and the sum used only as mean = (float)(sum / n) (forward_rms_apply).
+ * That chain of n dependent double adds is most of a norm's cost (1.05 us for 1536 values on
+ * Zen 5, five norms a layer; the lanes below 0.69 us), so the sum is first taken in eight
+ * lanes, an order of its own, and the element-order chain runs only when that could give
+ * another mean:
+ *  - every term t_i = (double)(x_i * x_i) is >= 0, so both orders are within gamma_n * S of the
+ *    exact sum S (recursive summation, depth <= n; gamma_n = n u / (1 - n u), u = 2^-53), and
+ *    the element-order sum lies in [s - e, s + e] around the lanes' s, e = s * n * 2^-50 (more
+ *    than 2 gamma_n / (1 - gamma_n) * s, with room for the rounding of e, s - e, s + e);
+ *  - x -> (float)(x / n), a correctly rounded division then a correctly rounded conversion, is
+ *    non-decreasing, so when both ends of that interval give the same float, so does every sum
+ *    inside it: s then gives the element-order sum's mean bit for bit.
+ * A float rounding tie falls inside the interval for about one row in 30,000 (1536 values);
+ * those rows, and any with an infinite or NaN sum, take the element-order chain. */
+#if (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)) && defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+/* generic vectors where the compiler has them (as kern_exp.c): SSE2 on x86-64, NEON on
+ * AArch64; the squares in float, each pair widened and added in double */
+typedef float  fw_v4f __attribute__((vector_size(16)));
+typedef double fw_v2d __attribute__((vector_size(16)));
+static double sumsq_lanes(const float *a, int64_t n) {
+    fw_v2d l0 = { 0, 0 }, l1 = l0, l2 = l0, l3 = l0;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        fw_v4f x, y;
+        memcpy(&x, a + i, sizeof x);
+        memcpy(&y, a + i + 4, sizeof y);
+        x = x * x, y = y * y;
+        l0 += __builtin_convertvector(__builtin_shufflevector(x, x, 0, 1), fw_v2d);
+        l1 += __builtin_convertvector(__builtin_shufflevector(x, x, 2, 3), fw_v2d);
+        l2 += __builtin_convertvector(__builtin_shufflevector(y, y, 0, 1), fw_v2d);
+        l3 += __builtin_convertvector(__builtin_shufflevector(y, y, 2, 3), fw_v2d);
+    }
+    const fw_v2d t = (l0 + l1) + (l2 + l3);
+    double r = t[0] + t[1];
+    for (; i < n; i++) r += (double)(a[i] * a[i]);
+    return r;
+}
+#else
+static double sumsq_lanes(const float *a, int64_t n) {
+    double l[8] = { 0 };
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) l[k] += (double)(a[i + k] * a[i + k]);
+    for (; i < n; i++) l[0] += (double)(a[i] * a[i]);
+    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+#endif
+
+/* 1 when s (a sum of n squares in any order) gives the element-order sum's (float)(sum / n) */
+int forward_sumsq_safe(double s, int64_t n) {
+    if (s == 0.0) return 1; /* every term +0: so is every order's sum */
+    if (!(s > 0.0) || !isfinite(s) || n > (INT64_C(1) << 40)) return 0;
+    const double e = s * (double)n * 0x1p-50, dn = (double)n;
+    return (float)((s - e) / dn) == (float)((s + e) / dn);
+}
+
+/* the element-order sums of nr rows, their chains side by side (the adds' latency overlaps) */
+static void sumsq_chain(const float *const *x, int nr, int64_t n, double *s) {
     int r = 0;
     for (; r + 4 <= nr; r += 4) {
         const float *a = x[r], *b = x[r + 1], *c = x[r + 2], *d = x[r + 3];
@@ -85,6 +141,30 @@ void forward_sumsq(const float *const *x, int nr, int64_t n, double *s) {
         double sa = 0.0;
         for (int64_t i = 0; i < n; i++) sa += (double)(a[i] * a[i]);
         s[r] = sa;
+    }
+}
+
+void forward_sumsq_ref(const float *const *x, int nr, int64_t n, double *s) { sumsq_chain(x, nr, n, s); }
+
+void forward_sumsq(const float *const *x, int nr, int64_t n, double *s) {
+    const float *slow[8];
+    int idx[8], ns = 0;
+    for (int r = 0; r < nr; r++) {
+        s[r] = sumsq_lanes(x[r], n);
+        if (!forward_sumsq_safe(s[r], n)) {
+            if (ns == 8) { /* flush: more than 8 rows of one call on the slow path */
+                double o[8];
+                sumsq_chain(slow, ns, n, o);
+                for (int k = 0; k < ns; k++) s[idx[k]] = o[k];
+                ns = 0;
+            }
+            slow[ns] = x[r], idx[ns++] = r;
+        }
+    }
+    if (ns) {
+        double o[8];
+        sumsq_chain(slow, ns, n, o);
+        for (int k = 0; k < ns; k++) s[idx[k]] = o[k];
     }
 }
 

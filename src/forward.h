@@ -236,9 +236,15 @@ G4_INTERNAL void forward_rms_norm(float *y, const float *x, const float *w, int6
  * as forward_rms_norm's. */
 G4_INTERNAL void forward_rms_norm_n(float *y, size_t ys, const float *x, size_t xs, int nr, int64_t n, const float *w,
                                     float eps);
-/* Its two halves: the sums of nr rows x[r][0..n) (each row's bits as one row alone; the rows'
- * chains side by side), and y = (x * scale) * w from a row's sum. */
+/* Its two halves: the sums of the squares of nr rows x[r][0..n), and y = (x * scale) * w
+ * from a row's sum. A sum is only good for forward_rms_apply's (float)(sum / n): it gives the
+ * mean of llama.cpp's element-order double sum bit for bit, not always that sum's bits
+ * (forward.c: taken in lanes, the chain only where the mean could differ). */
 G4_INTERNAL void forward_sumsq(const float *const *x, int nr, int64_t n, double *s);
+/* the element-order sums themselves (tests), and the check (1: s, a sum of n squares in any
+ * order, gives the element-order sum's mean) */
+G4_INTERNAL void forward_sumsq_ref(const float *const *x, int nr, int64_t n, double *s);
+G4_INTERNAL int forward_sumsq_safe(double s, int64_t n);
 G4_INTERNAL void forward_rms_apply(float *y, const float *x, const float *w, int64_t n, double sum, float eps);
 
 /* The final logit soft-cap in place: y = c * tanh(y / c) as ggml_scale, ggml_tanh, ggml_scale. */
