@@ -7,9 +7,10 @@
 # medians over the rounds and the ratios, every round's figures, then peak RSS while generating
 # 128 tokens at -c 4096 on 1 thread (g4 run vs llama-batched-bench, both F16 KV), g4's model open
 # time and time to first token for a 512-token prompt, and the decode ceilings: the 1- and
-# 2-thread DRAM read rates (g4-bench-kern -D, before and after the rounds: the faster of a
-# one-stream load-sum and 8 prefetched streams on huge pages) divided by the bytes of weights a
-# decoded token reads (g4 bench's decode_bytes).
+# 2-thread DRAM read rates (g4-bench-kern -D, before the first round and after every round:
+# the faster of a one-stream load-sum and 8 prefetched streams on huge pages) divided by the
+# bytes of weights a decoded token reads (g4 bench's decode_bytes); each engine's decode as a
+# share of the mean of all probes, and each round's as a share of the two probes around it.
 # The header says which g4 table ran and which llama.cpp (native build, commit, its CPU feature
 # line from llama_print_system_info).
 # Options (environment): PP, TG, THREADS (1,2); DEPTH=LIST (both engines' -d / --n-depth: each
@@ -54,9 +55,9 @@ while [ $r -le "$ROUNDS" ]; do
         echo "round $r: llama.cpp (npm prebuilt)" >&2
         node tests/oracle/bench_llama.mjs -m "$M" -t "$THREADS" -p "$PP" -n "$TG" -r 3 >"$out/npm-$r.json" 2>"$out/npm-$r.err"
     fi
+    "$B/g4-bench-kern" -D -r 5 >"$out/dram-$r.txt" || true # after each round: its ceiling is that of the probes around it
     r=$((r + 1))
 done
-"$B/g4-bench-kern" -D -r 5 >"$out/dram-1.txt" || true
 # peak RSS, 64-token prompt + 128 generated at -c 4096, 1 thread; g4 open time and time to first token
 python3 scripts/rss.py "$B/g4" run -m "$M" -p "$(seq -s, 100 163)" --ids -n 128 -c 4096 -t 1 --temp 0 2>"$out/g4-rss.txt" >/dev/null || true
 python3 scripts/rss.py "$LB/llama-batched-bench" -m "$M" -c 4096 -npp 64 -ntg 128 -npl 1 -t 1 2>"$out/llama-rss.txt" >/dev/null || true
@@ -102,14 +103,32 @@ def rd(f):
     try: return open(os.path.join(d, f)).read()
     except OSError: return ""
 dbytes = eng["g4"][0].get("decode_bytes", 0) if eng["g4"] else 0
+n_rounds = max([r["_round"] for r in eng["g4"]] or [0])
 for t, label in ((1, "1 thread"), (2, "2 threads")):
-    bw = [float(m.group(1)) for f in ("dram-0.txt", "dram-1.txt") for m in [re.search(r"DRAM read, %s[^:]*: ([\d.]+) GB/s median" % label, rd(f))] if m]
+    probe = {}
+    for i in range(n_rounds + 1):
+        m = re.search(r"DRAM read, %s[^:]*: ([\d.]+) GB/s median" % label, rd("dram-%d.txt" % i))
+        if m: probe[i] = float(m.group(1))
+    bw = [probe[i] for i in sorted(probe)]
     if not bw or dbytes <= 0: continue
     ceil = statistics.mean(bw) * 1e9 / dbytes
     tg = [med([r["avg_ts"] for r in groups[k].get(e, [])]) for k in groups if k[0] == t and k[1].startswith("tg") and "@" not in k[1] for e in ("g4", "llama")]
     share = "" if len(tg) < 2 else "; tg at %s: g4 %.0f%%, llama.cpp native %.0f%% of it" % (label, 100 * tg[0] / ceil, 100 * tg[1] / ceil)
-    print("\ndecode ceiling, %s: DRAM read %s GB/s (before / after) / %.3f GB of weights per token = %.2f t/s%s" %
+    print("\ndecode ceiling, %s: DRAM read %s GB/s (before round 1, after each round) / %.3f GB of weights per token = %.2f t/s%s" %
           (label, " / ".join("%.1f" % x for x in bw), dbytes / 1e9, ceil, share))
+    # each round against the probes just before and after it (the host's DRAM rate drifts by
+    # tens of percent within minutes: the nearest probes are the fairest ceiling for a round)
+    per = {"g4": [], "llama": []}
+    for k in groups:
+        if k[0] != t or not k[1].startswith("tg") or "@" in k[1]: continue
+        for e in per:
+            for r in groups[k].get(e, []):
+                i = r["_round"]
+                if i - 1 in probe and i in probe:
+                    per[e].append(100 * r["avg_ts"] * dbytes / 1e9 / ((probe[i - 1] + probe[i]) / 2))
+    if per["g4"] and per["llama"]:
+        print("  each round against its own probes: g4 %s%% (median %.0f%%), llama.cpp native %s%% (median %.0f%%)" %
+              (" / ".join("%.0f" % x for x in per["g4"]), med(per["g4"]), " / ".join("%.0f" % x for x in per["llama"]), med(per["llama"])))
 rss = lambda f: (lambda m: int(m.group(1)) / 1048576 if m else float("nan"))(re.search(r"peak_rss_kib (\d+)", rd(f)))
 print("\npeak RSS, 64 + 128 tokens at -c 4096, 1 thread, F16 KV: g4 %.2f GiB, llama.cpp native (llama-batched-bench) %.2f GiB" %
       (rss("g4-rss.txt"), rss("llama-rss.txt")))
