@@ -22,6 +22,7 @@
 #include "forward.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "kern/kern.h"
@@ -100,22 +101,45 @@ static void store_row(const g4_session *s, uint8_t *dst, const float *x, int hd)
     }
 }
 
+/* A V row x[hd] into cell c, and c2 (a ring's mirror) unless it is SIZE_MAX, of the transposed
+ * rows vt ([hd] rows of nr cells, F16 or F32): converted VT_BLOCK values at a time. */
+#define VT_BLOCK 256
+static void store_vt(const g4_session *s, uint8_t *vt, size_t nr, const float *x, int hd, size_t c, size_t c2) {
+    if (s->kv_type == G4_TYPE_F32) {
+        float *o = (float *)(void *)vt;
+        for (int d = 0; d < hd; d++) {
+            o[(size_t)d * nr + c] = x[d];
+            if (c2 != SIZE_MAX) o[(size_t)d * nr + c2] = x[d];
+        }
+        return;
+    }
+    uint16_t *o = (uint16_t *)(void *)vt, h[VT_BLOCK];
+    for (int d0 = 0; d0 < hd; d0 += VT_BLOCK) {
+        const int n = hd - d0 < VT_BLOCK ? hd - d0 : VT_BLOCK;
+        s->m->kern->quantize_act[G4_TYPE_F16](x + d0, h, n);
+        for (int i = 0; i < n; i++) {
+            o[(size_t)(d0 + i) * nr + c] = h[i];
+            if (c2 != SIZE_MAX) o[(size_t)(d0 + i) * nr + c2] = h[i];
+        }
+    }
+}
+
 /* ref: gemma4.cpp "Kcur_normed" (attn_k_norm), "Vcur_normed" (ggml_rms_norm, no weight),
  * "Kcur_pos"; then llama_kv_cache::cpy_k / cpy_v (F16 by ggml_cpy, RNE; V transposed when
  * flash attention is off). */
 /* The rows of one session in a chunk write distinct cells (at most n_ubatch <= n_cells of
  * them), and sessions have their own caches, so rows may run in parallel. */
-#define VH_MAX 1024
 static void kv_store_row(g4_work *w, const void *arg, int t) {
     const g4_layer *l = arg;
     const g4_session *s = w->sess[t];
     const g4_kv_slot *kv = &s->kv[l->kv_slot];
     const int hd = l->head_dim, nkv = l->n_head_kv;
     const size_t kv_dim = (size_t)hd * (size_t)nkv, nc = (size_t)kv->n_cells, nr = (size_t)kv->n_rows;
+    const size_t rb = kv->k_row_bytes;
     const float eps = w->m->cfg.rms_eps;
     const float *cs = w->rope_cs + (size_t)t * (size_t)w->head_dim_max;
     const size_t c = (size_t)w->pos[t] % nc; /* full layers: n_cells = n_ctx > pos */
-    uint16_t vh[VH_MAX];                       /* a V row in F16, before its transposed store */
+    const size_t c2 = kv->swa ? c + nc : SIZE_MAX; /* a ring's mirror cell */
     for (int g = 0; g < nkv; g++) {
         float *k = w->Kcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
         float *v = w->Vcur + (size_t)t * kv_dim + (size_t)g * (size_t)hd;
@@ -125,20 +149,16 @@ static void kv_store_row(g4_work *w, const void *arg, int t) {
         forward_rms_apply(k, k, fvec(l->attn_k_norm), hd, sum[0], eps);
         rope_neox(w, k, cs, l->n_rot);
         forward_rms_apply(v, v, NULL, hd, sum[1], eps);
-        /* the cell, and its mirror on a ring */
-        for (size_t cc = c; cc < (kv->swa ? 2 * nc : nc); cc += nc) {
-            store_row(s, kv->k + ((size_t)g * nr + cc) * kv->k_row_bytes, k, hd);
-            if (s->kv_type == G4_TYPE_Q8_0) {
-                store_row(s, kv->v + ((size_t)g * nr + cc) * kv->k_row_bytes, v, hd);
-            } else if (s->kv_type == G4_TYPE_F16) {
-                uint16_t *vt = (uint16_t *)(void *)kv->v + (size_t)g * (size_t)hd * nr + cc;
-                if (cc == c) /* once for the cell and its mirror */
-                    s->m->kern->quantize_act[G4_TYPE_F16](v, vh, hd < VH_MAX ? hd : VH_MAX);
-                for (int d = 0; d < hd; d++) vt[(size_t)d * nr] = d < VH_MAX ? vh[d] : g4_f32_to_f16(v[d]);
-            } else {
-                float *vt = (float *)(void *)kv->v + (size_t)g * (size_t)hd * nr + cc;
-                for (int d = 0; d < hd; d++) vt[(size_t)d * nr] = v[d];
-            }
+        /* the cell, and its mirror on a ring (a copy of the cell's bytes) */
+        uint8_t *kr = kv->k + ((size_t)g * nr + c) * rb;
+        store_row(s, kr, k, hd);
+        if (c2 != SIZE_MAX) memcpy(kr + nc * rb, kr, rb);
+        if (s->kv_type == G4_TYPE_Q8_0) {
+            uint8_t *vr = kv->v + ((size_t)g * nr + c) * rb;
+            store_row(s, vr, v, hd);
+            if (c2 != SIZE_MAX) memcpy(vr + nc * rb, vr, rb);
+        } else {
+            store_vt(s, kv->v + (size_t)g * (size_t)hd * nr * (s->kv_type == G4_TYPE_F16 ? 2 : 4), nr, v, hd, c, c2);
         }
     }
 }
