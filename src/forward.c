@@ -21,7 +21,6 @@
  */
 #include "forward.h"
 
-#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -71,9 +70,9 @@ void forward_gelu_table(uint16_t *t) {
  *    inside it: s then gives the element-order sum's mean bit for bit.
  * A float rounding tie falls inside the interval for about one row in 30,000 (1536 values);
  * those rows, and any with an infinite or NaN sum, take the element-order chain. */
-#if (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)) && defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
-/* generic vectors where the compiler has them (as kern_exp.c): SSE2 on x86-64, NEON on
- * AArch64; the squares in float, each pair widened and added in double */
+#if defined(KERN_GENERIC_VEC)
+/* generic vectors (kern.h KERN_GENERIC_VEC): SSE2 on x86-64, NEON on AArch64; the squares in
+ * float, each pair widened and added in double */
 typedef float  fw_v4f __attribute__((vector_size(16)));
 typedef double fw_v2d __attribute__((vector_size(16)));
 static double sumsq_lanes(const float *a, int64_t n) {
@@ -147,24 +146,9 @@ static void sumsq_chain(const float *const *x, int nr, int64_t n, double *s) {
 void forward_sumsq_ref(const float *const *x, int nr, int64_t n, double *s) { sumsq_chain(x, nr, n, s); }
 
 void forward_sumsq(const float *const *x, int nr, int64_t n, double *s) {
-    const float *slow[8];
-    int idx[8], ns = 0;
     for (int r = 0; r < nr; r++) {
         s[r] = sumsq_lanes(x[r], n);
-        if (!forward_sumsq_safe(s[r], n)) {
-            if (ns == 8) { /* flush: more than 8 rows of one call on the slow path */
-                double o[8];
-                sumsq_chain(slow, ns, n, o);
-                for (int k = 0; k < ns; k++) s[idx[k]] = o[k];
-                ns = 0;
-            }
-            slow[ns] = x[r], idx[ns++] = r;
-        }
-    }
-    if (ns) {
-        double o[8];
-        sumsq_chain(slow, ns, n, o);
-        for (int k = 0; k < ns; k++) s[idx[k]] = o[k];
+        if (!forward_sumsq_safe(s[r], n)) sumsq_chain(x + r, 1, n, s + r); /* rare: its own chain */
     }
 }
 

@@ -3,8 +3,8 @@
  *   - random rows of many lengths and magnitudes (narrow, 2^-60 .. 2^60 spreads, zeros,
  *     subnormal squares, squares past FLT_MAX), one to eleven rows a call;
  *   - rows built so that the lanes' mean sits on a float rounding tie: forward_sumsq_safe
- *     must refuse them, and the element-order chain must then give the mean (eleven such rows
- *     in one call, past the eight the slow path gathers at once);
+ *     must refuse them, and the element-order chain must then give the mean (nine such rows
+ *     among eleven in one call);
  *   - forward_sumsq_safe on sums placed at float ties and exactly on floats. */
 #include <float.h>
 #include <math.h>

@@ -12,11 +12,19 @@
 #ifndef G4_KERN_H
 #define G4_KERN_H
 
+#include <float.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "quant/quant.h"
+
+/* Generic vectors (vector_size, __builtin_shufflevector / __builtin_convertvector) where the
+ * compiler has them (GCC >= 12, clang) and float and double are evaluated in their own
+ * precision: kern_exp.c's 4-lane exp, forward.c's sum of squares */
+#if (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)) && defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+#define KERN_GENERIC_VEC 1
+#endif
 
 typedef void (*g4_matmul_fn)(float *restrict y, size_t ldy,
                              const uint8_t *restrict w, size_t w_row_bytes,

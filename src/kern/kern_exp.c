@@ -47,7 +47,7 @@ float kern_expf(float x) {
  * float as a fused operation would (checked exhaustively over all 2^31 non-positive floats
  * against kern_expf). Lanes that need the |n| > 126 path are redone by kern_expf. Plain C:
  * SSE2 on x86-64, NEON on AArch64; about 2x faster than the fmaf calls. */
-#if (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)) && defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+#if defined(KERN_GENERIC_VEC)
 #define KERN_EXP4 1
 typedef float   kern_v4f __attribute__((vector_size(16)));
 typedef int32_t kern_v4i __attribute__((vector_size(16)));
