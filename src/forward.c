@@ -259,14 +259,10 @@ static g4_matmul_fn mm_pick(const mm_ctx *c, const g4_tensor *w, int t) {
     const g4_matmul_fn fn = col < 0 ? kern_pick(c->kern, w->type, 1, 0, w->ne[0], w->ne[1], c->flags)
                                     : kern_pick(c->kern, w->type, c->N, col, w->ne[0], w->ne[1], c->flags);
     if (!w->rq) return fn;
-    /* a repacked Q6_K matrix: its one order from its tiles */
-    if (w->type == G4_TYPE_Q6_K) {
-        G4_ASSERT(fn == c->kern->matmul[G4_TYPE_Q6_K]);
-        return c->kern->matmul_rq6;
-    }
-    /* a repacked Q4_K matrix: the same order from its tiles */
-    G4_ASSERT(fn == c->kern->matmul[G4_TYPE_Q4_K] || fn == c->kern->matmul_grp[G4_TYPE_Q4_K]);
-    return c->kern->matmul_rq[fn != c->kern->matmul[G4_TYPE_Q4_K]];
+    /* a repacked matrix: the same order from its tiles (Q4_K: matmul's or matmul_grp's; the
+     * other types have one) */
+    G4_ASSERT(fn == c->kern->matmul[w->type] || (w->type == G4_TYPE_Q4_K && fn == c->kern->matmul_grp[G4_TYPE_Q4_K]));
+    return kern_rq_matmul(c->kern, w->type, fn);
 }
 
 /* rows [r0, r1) of w for every token into y (row r of token t at y[t * ldy + r]), scaled */

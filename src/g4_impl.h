@@ -77,8 +77,9 @@ typedef struct g4_tensor {        /* a validated view of one GGUF tensor */
                                    * a 3-D expert tensor holds ne[2] matrices of ne[1] rows,
                                    * expert e at data + e*ne[1]*row_bytes */
     int            rq;            /* 1 = data is a copy in the kernel table's repacked layout
-                                   * (kern.h repack_q4_K / repack_q6_K; matmuls take matmul_rq /
-                                   * matmul_rq6, lookups model_row_f32), not the file's */
+                                   * (kern.h repack_q4_K / repack_q6_K / repack_b32; matmuls
+                                   * take kern_rq_matmul's kernel, lookups model_row_f32), not
+                                   * the file's */
     int            cp;            /* 1 = data is a plain copy of the file's bytes in huge pages
                                    * (model.c copy_weights) */
 } g4_tensor;

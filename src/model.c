@@ -575,13 +575,20 @@ static int online_cpus(void) {
 
 /* The matrices the forward pass multiplies (forward_matmul: layers, per-layer embedding
  * projections, the head; moe.c: the experts, each a whole number of tiles) that the table can
- * repack: Q4_K and Q6_K in 16-row tiles. Embedding tables (row lookups) stay as stored, but
- * for a tied head in Q6_K: its lookups read a row back from the tiles (model_row_f32). */
+ * repack: Q4_K, Q6_K, Q8_0 and Q5_0 in 16-row tiles (Q8_0 / Q5_0 rows of at most 32768
+ * elements). Embedding tables (row lookups) stay as stored, but for a tied head in Q6_K: its
+ * lookups read a row back from the tiles (model_row_f32). */
 static int rq_candidate(const g4_model *m, const g4_tensor *t) {
     if (!t || t->ne[3] != 1 || t->ne[1] % 16 || t->rq || t == m->per_layer_token_embd) return 0;
     if (t->type == G4_TYPE_Q4_K) return m->kern->repack_q4_K && t != m->token_embd;
     if (t->type == G4_TYPE_Q6_K) return m->kern->repack_q6_K && m->kern->matmul_rq6 && (t != m->token_embd || !m->output);
+    if (t->type == G4_TYPE_Q8_0 || t->type == G4_TYPE_Q5_0)
+        return m->kern->repack_b32[t->type] && m->kern->matmul_rqb[t->type] && t != m->token_embd && t->ne[0] <= 32768;
     return 0;
+}
+
+static void (*rq_repack_fn(const g4_kern *k, uint32_t type))(uint8_t *restrict, const uint8_t *restrict, size_t, int64_t, int64_t) {
+    return type == G4_TYPE_Q4_K ? k->repack_q4_K : type == G4_TYPE_Q6_K ? k->repack_q6_K : k->repack_b32[type];
 }
 
 #define RQ_PER 13 /* matrices per layer */
@@ -647,12 +654,14 @@ static uint8_t *weights_block(g4_model *m, uint64_t total, uint64_t *budget, con
     return p;
 }
 
-/* Q4_K and Q6_K matrices into the kernel table's repacked layouts (kern.h repack_q4_K,
- * repack_q6_K), where it has them and the caller did not opt out; results are the same bits
+/* Q4_K, Q6_K, Q8_0 and Q5_0 matrices into the kernel table's repacked layouts (kern.h
+ * repack_q4_K, repack_q6_K, repack_b32), where it has them and the caller did not opt out; results are the same bits
  * (test_kern: repacked). */
 static void repack_weights(g4_model *m, const g4_model_opts *o, uint64_t *budget) {
     const g4_kern *k = m->kern;
-    if ((!k->repack_q4_K && !k->repack_q6_K) || o->no_repack || env_zero("G4_REPACK")) return;
+    if ((!k->repack_q4_K && !k->repack_q6_K && !k->repack_b32[G4_TYPE_Q8_0] && !k->repack_b32[G4_TYPE_Q5_0]) || o->no_repack ||
+        env_zero("G4_REPACK"))
+        return;
     uint64_t total = 0;
     int n = 0;
     for (int64_t j = 0; j < RQ_END(m); j++) {
@@ -677,14 +686,14 @@ static void repack_weights(g4_model *m, const g4_model_opts *o, uint64_t *budget
         const int64_t rows = t->ne[1] * t->ne[2]; /* experts: ne[2] matrices of whole tiles */
         const size_t bytes = t->row_bytes * (size_t)rows;
         gguf_will_read(m->gguf, t->data, bytes);
-        rq_job j = { .repack = t->type == G4_TYPE_Q6_K ? k->repack_q6_K : k->repack_q4_K, .dst = m->rq_copy + off,
+        rq_job j = { .repack = rq_repack_fn(k, t->type), .dst = m->rq_copy + off,
                      .src = t->data, .wrb = t->row_bytes, .n_in = t->ne[0] };
         pool_for(m->pool, rows / 16, 64, rq_task, &j);
         gguf_drop_pages(m->gguf, t->data, bytes);
         t->data = m->rq_copy + off;
         off += bytes;
     }
-    g4_log(m, G4_LOG_INFO, "repacked %d Q4_K / Q6_K matrices (%.1f MiB) for the %s kernels", n, (double)total / 1048576.0,
+    g4_log(m, G4_LOG_INFO, "repacked %d Q4_K / Q6_K / Q8_0 / Q5_0 matrices (%.1f MiB) for the %s kernels", n, (double)total / 1048576.0,
            k->name);
 }
 

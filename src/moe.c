@@ -177,7 +177,7 @@ static void stage_task(void *vc, int64_t i0, int64_t i1, int thread) {
         const int64_t it1 = e_end < i1 ? e_end : i1;
         const int64_t r0 = (it - e->item0) * MOE_ROWS;
         const int64_t r1 = (it1 - e->item0) * MOE_ROWS < e->n_rows ? (it1 - e->item0) * MOE_ROWS : e->n_rows;
-        const g4_matmul_fn fn = e->rq ? (e->type == G4_TYPE_Q6_K ? k->matmul_rq6 : k->matmul_rq[0])
+        const g4_matmul_fn fn = e->rq ? kern_rq_matmul(k, e->type, k->matmul[e->type])
                                 : e->grp ? k->matmul_grp[e->type] : k->matmul[e->type];
         fn(e->y, e->ldy, e->w, e->w_rb, e->xq, e->xq_rb, e->n_in, r0, r1, e->n_tok);
         if (e->scale != 1.0f) /* ref: build_lora_mm_id: ggml_mul(mul_mat_id, scale[e]) */

@@ -35,7 +35,7 @@ typedef struct moe_entry {
     uint32_t       type;
     int            n_tok;
     int            grp;     /* 1 = the kernels' grouped float order (IQ4_XS panel gemm) */
-    int            rq;      /* 1 = w is repacked (g4_tensor.rq): matmul_rq[0] (Q6_K: matmul_rq6) */
+    int            rq;      /* 1 = w is repacked (g4_tensor.rq): kern_rq_matmul's kernel */
     float          scale;   /* per-expert output scale (1 = none) */
 } moe_entry;
 

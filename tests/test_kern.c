@@ -295,19 +295,23 @@ static void check_repacked(const g4_kern *k, uint32_t type, repack_fn repack, in
                            const g4_matmul_fn *rq, uint64_t s) {
     const char *tn = quant_traits(type)->name;
     enum { NO = 48, NT = 70 };
-    static const int64_t NIN[] = { 256, 1536, 2560 };
+    /* 32-element blocks: one block, the 26B-A4B expert and shared down widths, rows whose
+     * corrections fill a call's buffer for one token (kern_x86_rqb32.h RQB_NB) */
+    static const int64_t NIN[2][4] = { { 256, 1536, 2560, 0 }, { 32, 704, 2112, 32768 } };
     static const int NTOK[] = { 1, 2, 3, 4, 5, 8, 9, 17, 33, 70 };
     static const int64_t RANGE[][2] = { { 0, 48 }, { 16, 32 }, { 3, 45 }, { 17, 18 }, { 40, 48 } };
-    for (int ni = 0; ni < 3; ni++)
+    const int b32 = quant_traits(type)->blck == 32;
+    for (int ni = 0; ni < 4 && NIN[b32][ni]; ni++)
         for (int mode = 0; mode < 2; mode++) {
-            const int64_t n_in = NIN[ni];
-            const size_t wrb = quant_row_bytes(type, n_in), xrb = kern_act_row_bytes(G4_TYPE_Q8_K, n_in);
+            const int64_t n_in = NIN[b32][ni];
+            const int dt = quant_traits(type)->dot_type;
+            const size_t wrb = quant_row_bytes(type, n_in), xrb = kern_act_row_bytes(dt, n_in);
             uint8_t *w = malloc(wrb * NO), *wp = malloc(wrb * NO), *xq = malloc(xrb * NT);
             float *x = malloc((size_t)n_in * sizeof *x), *y0 = malloc(NO * NT * sizeof *y0), *y1 = malloc(NO * NT * sizeof *y1);
             make_weights(type, mode, NO, n_in, w, &s);
             for (int t = 0; t < NT; t++) {
                 for (int64_t i = 0; i < n_in; i++) x[i] = gauss(&s) * (i % 11 == 0 ? 4.0f : 1.0f);
-                k->quantize_act[G4_TYPE_Q8_K](x, xq + (size_t)t * xrb, n_in);
+                k->quantize_act[dt](x, xq + (size_t)t * xrb, n_in);
             }
             repack(wp, w, wrb, n_in, NO);
             T_CHECKF(memcmp(w, wp, wrb * NO) != 0, "%s: %s repack left the bytes as they were", k->name, tn);
@@ -341,7 +345,7 @@ static void check_repacked(const g4_kern *k, uint32_t type, repack_fn repack, in
 }
 
 /* Q4_K: matmul_rq[0] / [1] against matmul / matmul_grp (the one-column and 4-column gemm
- * orders); Q6_K: matmul_rq6 against matmul, its one order */
+ * orders); Q6_K: matmul_rq6, Q8_0 / Q5_0: matmul_rqb against matmul, their one order */
 static void repacked(const g4_kern *k) {
     if (k->repack_q4_K) {
         T_CHECKF(k->matmul_rq[0] && k->matmul_rq[1] && k->matmul[G4_TYPE_Q4_K] && k->matmul_grp[G4_TYPE_Q4_K],
@@ -354,6 +358,14 @@ static void repacked(const g4_kern *k) {
         T_CHECKF(k->matmul_rq6 && k->matmul[G4_TYPE_Q6_K], "%s: repack_q6_K without its kernel", k->name);
         const g4_matmul_fn ref = k->matmul[G4_TYPE_Q6_K], rq = k->matmul_rq6;
         if (ref && rq) check_repacked(k, G4_TYPE_Q6_K, k->repack_q6_K, 1, &ref, &rq, 11);
+    }
+    static const uint32_t B32[] = { G4_TYPE_Q8_0, G4_TYPE_Q5_0 };
+    for (int i = 0; i < 2; i++) {
+        const uint32_t ty = B32[i];
+        if (!k->repack_b32[ty]) continue;
+        T_CHECKF(k->matmul_rqb[ty] && k->matmul[ty], "%s: repack_b32[%s] without its kernel", k->name, quant_traits(ty)->name);
+        const g4_matmul_fn ref = k->matmul[ty], rq = k->matmul_rqb[ty];
+        if (ref && rq) check_repacked(k, ty, k->repack_b32[ty], 1, &ref, &rq, 13 + (uint64_t)i);
     }
 }
 

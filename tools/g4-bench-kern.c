@@ -497,7 +497,9 @@ static void bench_attn(const g4_kern *k, int reps) {
  * Q4_K, down 704 x 2816 in Q5_0 or Q8_0, Q4_K_M's picks), 1 thread, weights from DRAM: each
  * timed run multiplies 8 distinct random experts of the 128, as moe.c's stages do, with n_tok
  * columns each (1: decode; 16: a 256-token prompt's average). Calls of `rows` weight rows
- * (moe.c's work items) or one call per expert. GB/s of weights, and ns per row and column. */
+ * (moe.c's work items) or one call per expert; "rq": the same weights stored repacked, where
+ * the table has that form (kern.h repack_q4_K, repack_b32). GB/s of weights, and ns per row
+ * and column. */
 static void bench_experts(const g4_kern *k, int reps, const char *types) {
     static const struct { uint32_t type; int64_t n_in, n_out; const char *what; } EX[] = {
         { G4_TYPE_Q4_K, 2816, 1408, "gate_up" }, { G4_TYPE_Q5_0, 704, 2816, "down" }, { G4_TYPE_Q8_0, 704, 2816, "down" },
@@ -520,36 +522,49 @@ static void bench_experts(const g4_kern *k, int reps, const char *types) {
         for (int t = 0; t < MAXT; t++) k->quantize_act[dt](x + (size_t)t * (size_t)n_in, xq + (size_t)t * xrb, n_in);
         static const int NT[] = { 1, 16 };
         static const int64_t ROWS[] = { 16, 0 };
-        for (int ni = 0; ni < 2; ni++)
-            for (int ri = 0; ri < 2; ri++) {
-                const int64_t step = ROWS[ri] ? ROWS[ri] : n_out;
-                double t[64];
-                for (int r = 0; r <= reps; r++) {
-                    int pick[8];
-                    for (int e = 0; e < 8; e++) {
-                        int again;
-                        do { /* distinct experts */
-                            pick[e] = (int)(next_rand() % 128);
-                            again = 0;
-                            for (int f = 0; f < e; f++) again |= pick[f] == pick[e];
-                        } while (again);
-                    }
-                    const double t0 = now_s();
-                    for (int e = 0; e < 8; e++)
-                        for (int64_t r0 = 0; r0 < n_out; r0 += step)
-                            k->matmul[ty](y, (size_t)n_out, w + (size_t)pick[e] * eb, wrb, xq, xrb, n_in, r0,
-                                          r0 + step < n_out ? r0 + step : n_out, NT[ni]);
-                    __asm__ volatile("" ::: "memory");
-                    if (r) t[r - 1] = now_s() - t0;
-                }
-                const double med = median(t, reps);
-                char calls[32];
-                if (ROWS[ri]) snprintf(calls, sizeof calls, "%lld-row calls", (long long)ROWS[ri]);
-                else snprintf(calls, sizeof calls, "one call each");
-                printf("%-6s %-8s %4lldx%-5lld n_tok %2d, %-14s %5.1f GB/s %7.3f ns per row and column\n",
-                       quant_traits(ty)->name, EX[ei].what, (long long)n_in, (long long)n_out, NT[ni], calls,
-                       8.0 * (double)eb / med * 1e-9, med * 1e9 / (8.0 * (double)n_out * NT[ni]));
+        void (*repack)(uint8_t *restrict, const uint8_t *restrict, size_t, int64_t, int64_t) =
+            ty == G4_TYPE_Q4_K ? k->repack_q4_K : k->repack_b32[ty];
+        for (int v = 0; v < 1 + (repack != NULL); v++) {
+            g4_matmul_fn fn = k->matmul[ty];
+            if (v) {
+                uint8_t *src = malloc(eb * 128);
+                if (!src) break;
+                memcpy(src, w, eb * 128);
+                repack(w, src, wrb, n_in, n_out * 128);
+                free(src);
+                fn = kern_rq_matmul(k, ty, fn);
             }
+            for (int ni = 0; ni < 2; ni++)
+                for (int ri = 0; ri < 2; ri++) {
+                    const int64_t step = ROWS[ri] ? ROWS[ri] : n_out;
+                    double t[64];
+                    for (int r = 0; r <= reps; r++) {
+                        int pick[8];
+                        for (int e = 0; e < 8; e++) {
+                            int again;
+                            do { /* distinct experts */
+                                pick[e] = (int)(next_rand() % 128);
+                                again = 0;
+                                for (int f = 0; f < e; f++) again |= pick[f] == pick[e];
+                            } while (again);
+                        }
+                        const double t0 = now_s();
+                        for (int e = 0; e < 8; e++)
+                            for (int64_t r0 = 0; r0 < n_out; r0 += step)
+                                fn(y, (size_t)n_out, w + (size_t)pick[e] * eb, wrb, xq, xrb, n_in, r0,
+                                   r0 + step < n_out ? r0 + step : n_out, NT[ni]);
+                        __asm__ volatile("" ::: "memory");
+                        if (r) t[r - 1] = now_s() - t0;
+                    }
+                    const double med = median(t, reps);
+                    char calls[32];
+                    if (ROWS[ri]) snprintf(calls, sizeof calls, "%lld-row calls", (long long)ROWS[ri]);
+                    else snprintf(calls, sizeof calls, "one call each");
+                    printf("%-6s %-2s %-8s %4lldx%-5lld n_tok %2d, %-14s %5.1f GB/s %7.3f ns per row and column\n",
+                           quant_traits(ty)->name, v ? "rq" : "", EX[ei].what, (long long)n_in, (long long)n_out, NT[ni], calls,
+                           8.0 * (double)eb / med * 1e-9, med * 1e9 / (8.0 * (double)n_out * NT[ni]));
+                }
+        }
         free(x); free(y); free(xq); free(w);
     }
 }

@@ -86,6 +86,13 @@ typedef struct g4_kern {
     void          (*repack_q6_K)(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in,
                                  int64_t n_out);
     g4_matmul_fn    matmul_rq6;
+    /* Q8_0 and Q5_0 matrices stored repacked the same way (repack_b32[type]: 16-row tiles in
+     * the same bytes, n_in <= 32768; matmul_rqb[type] gives from them the bits of matmul[type],
+     * its one order for any number of columns). NULL = none (the zmm AVX-512 tables have them:
+     * kern_x86_rqb32.h, which defines the tile layouts). */
+    void          (*repack_b32[G4_TYPE_COUNT])(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb,
+                                               int64_t n_in, int64_t n_out);
+    g4_matmul_fn    matmul_rqb[G4_TYPE_COUNT];
     g4_quant_act_fn quantize_act[G4_TYPE_COUNT];   /* by dot type: F32, F16, BF16, Q8_0, Q8_1, Q8_K */
     /* Q8_0/Q8_1 activation scale: 0 = x86 SIMD convention (id = 127/amax), 1 = llama.cpp's
      * arm64 build (id = 1/(amax/127)); both round half to even (quant_ref.h) */
@@ -142,6 +149,14 @@ static inline void kern_q6_K_rq_block(const uint8_t *w, size_t wrb, int64_t r, i
     const size_t rr = (size_t)(r & 15);
     for (int k = 0; k < 52; k++) memcpy(out + 4 * k, sb + 64 * k + 4 * rr, 4);
     memcpy(out + 208, sb + 3328 + 2 * rr, 2);
+}
+
+/* The repacked counterpart (g4_tensor.rq) of fn, the kernel kern_pick gave for a matrix of this
+ * type: matmul_rq[0] / [1] for Q4_K's matmul / matmul_grp, matmul_rq6 for Q6_K, matmul_rqb for
+ * Q8_0 and Q5_0 (their one order) */
+static inline g4_matmul_fn kern_rq_matmul(const g4_kern *k, uint32_t type, g4_matmul_fn fn) {
+    if (type == G4_TYPE_Q4_K) return k->matmul_rq[fn != k->matmul[G4_TYPE_Q4_K]];
+    return type == G4_TYPE_Q6_K ? k->matmul_rq6 : k->matmul_rqb[type];
 }
 
 /* the portable NEOX RoPE (kern.h rope_neox; the SIMD ones equal it bit for bit) */
