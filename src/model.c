@@ -587,10 +587,6 @@ static int rq_candidate(const g4_model *m, const g4_tensor *t) {
     return 0;
 }
 
-static void (*rq_repack_fn(const g4_kern *k, uint32_t type))(uint8_t *restrict, const uint8_t *restrict, size_t, int64_t, int64_t) {
-    return type == G4_TYPE_Q4_K ? k->repack_q4_K : type == G4_TYPE_Q6_K ? k->repack_q6_K : k->repack_b32[type];
-}
-
 #define RQ_PER 13 /* matrices per layer */
 /* matrix j of the model's repackable ones, or NULL past the last */
 static const g4_tensor *rq_matrix(const g4_model *m, int64_t j) {
@@ -608,7 +604,7 @@ static const g4_tensor *rq_matrix(const g4_model *m, int64_t j) {
 #define RQ_END(m) (RQ_PER * (int64_t)(m)->cfg.n_layer + 2)
 
 typedef struct rq_job {
-    void (*repack)(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in, int64_t n_out);
+    kern_repack_fn repack;
     uint8_t *dst;
     const uint8_t *src;
     size_t wrb;
@@ -659,9 +655,7 @@ static uint8_t *weights_block(g4_model *m, uint64_t total, uint64_t *budget, con
  * (test_kern: repacked). */
 static void repack_weights(g4_model *m, const g4_model_opts *o, uint64_t *budget) {
     const g4_kern *k = m->kern;
-    if ((!k->repack_q4_K && !k->repack_q6_K && !k->repack_b32[G4_TYPE_Q8_0] && !k->repack_b32[G4_TYPE_Q5_0]) || o->no_repack ||
-        env_zero("G4_REPACK"))
-        return;
+    if (o->no_repack || env_zero("G4_REPACK")) return; /* a table without repacks finds no candidate */
     uint64_t total = 0;
     int n = 0;
     for (int64_t j = 0; j < RQ_END(m); j++) {
@@ -686,7 +680,7 @@ static void repack_weights(g4_model *m, const g4_model_opts *o, uint64_t *budget
         const int64_t rows = t->ne[1] * t->ne[2]; /* experts: ne[2] matrices of whole tiles */
         const size_t bytes = t->row_bytes * (size_t)rows;
         gguf_will_read(m->gguf, t->data, bytes);
-        rq_job j = { .repack = rq_repack_fn(k, t->type), .dst = m->rq_copy + off,
+        rq_job j = { .repack = kern_rq_repack(k, t->type), .dst = m->rq_copy + off,
                      .src = t->data, .wrb = t->row_bytes, .n_in = t->ne[0] };
         pool_for(m->pool, rows / 16, 64, rq_task, &j);
         gguf_drop_pages(m->gguf, t->data, bytes);

@@ -285,13 +285,12 @@ static void column_splits(const g4_kern *k) {
     }
 }
 
-typedef void (*repack_fn)(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in, int64_t n_out);
 
 /* A weight type stored repacked (kern.h repack_q4_K / repack_q6_K, where a table has it): for
  * each of the n_ord float orders, rq[o] on the repacked bytes gives ref[o]'s bits on the rows,
  * for token counts across the passes' token groups and blocks and row ranges that cut tiles,
  * on gaussian and random blocks; for Q6_K, kern_q6_K_rq_block reads every row's blocks back */
-static void check_repacked(const g4_kern *k, uint32_t type, repack_fn repack, int n_ord, const g4_matmul_fn *ref,
+static void check_repacked(const g4_kern *k, uint32_t type, kern_repack_fn repack, int n_ord, const g4_matmul_fn *ref,
                            const g4_matmul_fn *rq, uint64_t s) {
     const char *tn = quant_traits(type)->name;
     enum { NO = 48, NT = 70 };

@@ -522,8 +522,7 @@ static void bench_experts(const g4_kern *k, int reps, const char *types) {
         for (int t = 0; t < MAXT; t++) k->quantize_act[dt](x + (size_t)t * (size_t)n_in, xq + (size_t)t * xrb, n_in);
         static const int NT[] = { 1, 16 };
         static const int64_t ROWS[] = { 16, 0 };
-        void (*repack)(uint8_t *restrict, const uint8_t *restrict, size_t, int64_t, int64_t) =
-            ty == G4_TYPE_Q4_K ? k->repack_q4_K : k->repack_b32[ty];
+        const kern_repack_fn repack = kern_rq_repack(k, ty);
         for (int v = 0; v < 1 + (repack != NULL); v++) {
             g4_matmul_fn fn = k->matmul[ty];
             if (v) {

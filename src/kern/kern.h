@@ -159,6 +159,12 @@ static inline g4_matmul_fn kern_rq_matmul(const g4_kern *k, uint32_t type, g4_ma
     return type == G4_TYPE_Q6_K ? k->matmul_rq6 : k->matmul_rqb[type];
 }
 
+/* The table's repack for a matrix of this type (repack_q4_K, repack_q6_K, repack_b32), or NULL */
+typedef void (*kern_repack_fn)(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in, int64_t n_out);
+static inline kern_repack_fn kern_rq_repack(const g4_kern *k, uint32_t type) {
+    return type == G4_TYPE_Q4_K ? k->repack_q4_K : type == G4_TYPE_Q6_K ? k->repack_q6_K : type < G4_TYPE_COUNT ? k->repack_b32[type] : NULL;
+}
+
 /* the portable NEOX RoPE (kern.h rope_neox; the SIMD ones equal it bit for bit) */
 void kern_rope_neox_ref(float *x, const float *cs, int n_rot);
 /* its pairs j0 .. half - 1 only (half = n_rot / 2): a SIMD form's tail */
