@@ -162,6 +162,11 @@ native:
 # models from g4-mkmodel, crashers found go to tests/fuzz/corpus (replayed by `make test`).
 FUZZ_TIME ?= 60
 FUZZ_SAN   = -fsanitize=address,undefined -fno-sanitize-recover=all
+# seeds' shape: 2 layers (sliding, full), no KV sharing, no PLE; the MoE seeds (fused gate/up;
+# split with per-expert scales from layer 1) and a 31B-like one (K = V on the full layer, one KV
+# head) reach the open-time checks the dense seeds cannot
+FUZZ_SMALL = --layers 2 --full-every 2 --shared 0 --embd 32 --heads 2 --head-dim 16 --head-dim-full 32 --ff 32 \
+             --ple 0 --window 4 --vocab 400
 fuzz:
 	$(MAKE) B=$(B)/fuzz CC=clang CFLAGS="-g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
 	        LDFLAGS="$(FUZZ_SAN)" $(B)/fuzz/libg4.a $(B)/fuzz/g4-mkmodel
@@ -172,6 +177,11 @@ fuzz:
 	    --heads 2 --head-dim 16 --head-dim-full 32 --ff 32 --ple 32 --window 4 --vocab 400 --type q8_0
 	$(B)/fuzz/g4-mkmodel $(B)/fuzz/seeds/tiny-shared.gguf --layers 4 --full-every 2 --shared 2 --embd 32 \
 	    --heads 2 --head-dim 16 --head-dim-full 32 --ff 32 --ple 0 --window 4 --vocab 400 --type q4_0 --untied
+	$(B)/fuzz/g4-mkmodel $(B)/fuzz/seeds/tiny-moe.gguf $(FUZZ_SMALL) --type q8_0 --untied --experts 4 --experts-used 2 \
+	    --ff-exp 32
+	$(B)/fuzz/g4-mkmodel $(B)/fuzz/seeds/tiny-moe-split.gguf $(FUZZ_SMALL) --type q4_0 --untied --experts 8 \
+	    --experts-used 3 --ff-exp 32 --moe-split --moe-scales --moe-first 1
+	$(B)/fuzz/g4-mkmodel $(B)/fuzz/seeds/tiny-kv.gguf $(FUZZ_SMALL) --type q8_0 --k-eq-v-full --kv-heads 1 --kv-heads-full 1
 	$(B)/fuzz/fuzz_gguf -max_total_time=$(FUZZ_TIME) -rss_limit_mb=2048 -max_len=131072 -timeout=10 \
 	    -artifact_prefix=tests/fuzz/corpus/ $(B)/fuzz/work $(B)/fuzz/seeds tests/fuzz/corpus
 
