@@ -25,6 +25,12 @@
 #define RQ6_SB 3360
 #define RQ6_PF (2 * RQ6_SB) /* prefetch lead of the first token group's pass (as RQ16_PF: 3 -> 2
                              * super-blocks, 31.4-34.2 -> 32.7-36.5 GB/s) */
+/* A line's prefetch is issued next to its load, not all 53 at the super-block's start: Zen 5,
+ * one thread, the LM head from DRAM against a load-sum in the same process (5 alternating runs
+ * of 11): 1536 wide 96-97% -> 105-109%, 2816 wide 95-103% -> 99-106% */
+KINLINE void rq6_pf(const uint8_t *q, int pf) {
+    if (pf) _mm_prefetch((const char *)q + RQ6_PF, KX_PF_HINT);
+}
 #define RQ6_TG 4            /* tokens per pass */
 #define RQ6_SBC 4           /* super-blocks per chunk: a chunk's tiles stay in L1 for the block's tokens */
 #define RQ6_TB 32           /* tokens per block (16 KB of state) */
@@ -92,8 +98,10 @@ KINLINE void rq6_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
     /* bits 0-3 of a, 4-7 of b (vpternlogd 0xe4: m4 ? a : b, bit by bit) */
 #define RQ6_SEL(a, b) _mm512_ternarylogic_epi32(a, b, m4, 0xe4)
     for (int j = 0; j < ns; j++, p += RQ6_SB) {
-        if (pf)
-            for (int o = 0; o < RQ6_SB; o += 64) _mm_prefetch((const char *)p + RQ6_PF + o, KX_PF_HINT);
+        /* the d fields and the scale lines here, each code line with its load below: the 53
+         * lines of [p, p + RQ6_SB) whatever p's alignment */
+        rq6_pf(p + 3328, pf);
+        for (int k = 48; k < 52; k++) rq6_pf(p + 64 * k, pf);
         const uint8_t *xb = x + (size_t)(i0 + j) * 292;
         const __m512 d = _mm512_cvtph_ps(ld256(p + 3328));
         __m512 dd[RQ6_TG];
@@ -119,6 +127,7 @@ KINLINE void rq6_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
                 for (int c = 0; c < 2; c++) {
                     const __m512i QL0 = ld512(p + 64 * (16 * c + L)), QL1 = ld512(p + 64 * (16 * c + 8 + L));
                     const __m512i QH = ld512(p + 64 * (32 + 8 * c + L));
+                    rq6_pf(p + 64 * (16 * c + L), pf), rq6_pf(p + 64 * (16 * c + 8 + L), pf), rq6_pf(p + 64 * (32 + 8 * c + L), pf);
                     /* code k = low nibble | qh field k << 4: the fields 0, 2 and 1, 3 apart, so
                      * that each shift leaves zeros in bits 6-7 (the next byte's bits that move
                      * in land in bits 0-3, which the bit-select takes from the low nibbles) */
