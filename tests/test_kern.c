@@ -285,7 +285,6 @@ static void column_splits(const g4_kern *k) {
     }
 }
 
-
 /* A weight type stored repacked (kern.h repack_q4_K / repack_q6_K, where a table has it): for
  * each of the n_ord float orders, rq[o] on the repacked bytes gives ref[o]'s bits on the rows,
  * for token counts across the passes' token groups and blocks and row ranges that cut tiles,

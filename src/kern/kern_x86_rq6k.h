@@ -127,7 +127,9 @@ KINLINE void rq6_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
                 for (int c = 0; c < 2; c++) {
                     const __m512i QL0 = ld512(p + 64 * (16 * c + L)), QL1 = ld512(p + 64 * (16 * c + 8 + L));
                     const __m512i QH = ld512(p + 64 * (32 + 8 * c + L));
-                    rq6_pf(p + 64 * (16 * c + L), pf), rq6_pf(p + 64 * (16 * c + 8 + L), pf), rq6_pf(p + 64 * (32 + 8 * c + L), pf);
+                    rq6_pf(p + 64 * (16 * c + L), pf);
+                    rq6_pf(p + 64 * (16 * c + 8 + L), pf);
+                    rq6_pf(p + 64 * (32 + 8 * c + L), pf);
                     /* code k = low nibble | qh field k << 4: the fields 0, 2 and 1, 3 apart, so
                      * that each shift leaves zeros in bits 6-7 (the next byte's bits that move
                      * in land in bits 0-3, which the bit-select takes from the low nibbles) */
