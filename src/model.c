@@ -558,12 +558,18 @@ static void warn_unused(loader *ld) {
 
 void model_row_f32(const g4_tensor *t, int64_t r, float *out) {
     if (!t->rq) { quant_dequant_row(t->type, t->data + (size_t)r * t->row_bytes, out, t->ne[0]); return; }
-    G4_ASSERT(t->type == G4_TYPE_Q6_K); /* the only repacked type looked up (rq_candidate) */
+    G4_ASSERT(t->type == G4_TYPE_Q6_K || t->type == G4_TYPE_Q4_0); /* the repacked types looked up (rq_candidate) */
     uint8_t b[210];
-    for (int64_t i = 0; i < t->ne[0] / 256; i++) {
-        kern_q6_K_rq_block(t->data, t->row_bytes, r, i, b);
-        quant_dequant_row(G4_TYPE_Q6_K, b, out + 256 * i, 256);
-    }
+    if (t->type == G4_TYPE_Q4_0)
+        for (int64_t i = 0; i < t->ne[0] / 32; i++) {
+            kern_q4_0_rq_block(t->data, t->row_bytes, r, i, b);
+            quant_dequant_row(G4_TYPE_Q4_0, b, out + 32 * i, 32);
+        }
+    else
+        for (int64_t i = 0; i < t->ne[0] / 256; i++) {
+            kern_q6_K_rq_block(t->data, t->row_bytes, r, i, b);
+            quant_dequant_row(G4_TYPE_Q6_K, b, out + 256 * i, 256);
+        }
 }
 
 /* ==== Open / close ==== */
@@ -575,15 +581,16 @@ static int online_cpus(void) {
 
 /* The matrices the forward pass multiplies (forward_matmul: layers, per-layer embedding
  * projections, the head; moe.c: the experts, each a whole number of tiles) that the table can
- * repack: Q4_K, Q6_K, Q8_0 and Q5_0 in 16-row tiles (Q8_0 / Q5_0 rows of at most 32768
- * elements). Embedding tables (row lookups) stay as stored, but for a tied head in Q6_K: its
- * lookups read a row back from the tiles (model_row_f32). */
+ * repack: Q4_K, Q6_K, Q8_0, Q5_0 and Q4_0 in 16-row tiles (Q8_0 / Q5_0 / Q4_0 rows of at most 32768
+ * elements). Embedding tables (row lookups) stay as stored, but for a tied head in Q6_K or Q4_0:
+ * its lookups read a row back from the tiles (model_row_f32). */
 static int rq_candidate(const g4_model *m, const g4_tensor *t) {
     if (!t || t->ne[3] != 1 || t->ne[1] % 16 || t->rq || t == m->per_layer_token_embd) return 0;
     if (t->type == G4_TYPE_Q4_K) return m->kern->repack_q4_K && t != m->token_embd;
     if (t->type == G4_TYPE_Q6_K) return m->kern->repack_q6_K && m->kern->matmul_rq6 && (t != m->token_embd || !m->output);
-    if (t->type == G4_TYPE_Q8_0 || t->type == G4_TYPE_Q5_0)
-        return m->kern->repack_b32[t->type] && m->kern->matmul_rqb[t->type] && t != m->token_embd && t->ne[0] <= 32768;
+    if (t->type == G4_TYPE_Q8_0 || t->type == G4_TYPE_Q5_0 || t->type == G4_TYPE_Q4_0)
+        return m->kern->repack_b32[t->type] && m->kern->matmul_rqb[t->type] && t->ne[0] <= 32768 &&
+               (t != m->token_embd || (t->type == G4_TYPE_Q4_0 && !m->output));
     return 0;
 }
 
@@ -650,7 +657,7 @@ static uint8_t *weights_block(g4_model *m, uint64_t total, uint64_t *budget, con
     return p;
 }
 
-/* Q4_K, Q6_K, Q8_0 and Q5_0 matrices into the kernel table's repacked layouts (kern.h
+/* Q4_K, Q6_K, Q8_0, Q5_0 and Q4_0 matrices into the kernel table's repacked layouts (kern.h
  * repack_q4_K, repack_q6_K, repack_b32), where it has them and the caller did not opt out; results are the same bits
  * (test_kern: repacked). */
 static void repack_weights(g4_model *m, const g4_model_opts *o, uint64_t *budget) {
@@ -687,7 +694,7 @@ static void repack_weights(g4_model *m, const g4_model_opts *o, uint64_t *budget
         t->data = m->rq_copy + off;
         off += bytes;
     }
-    g4_log(m, G4_LOG_INFO, "repacked %d Q4_K / Q6_K / Q8_0 / Q5_0 matrices (%.1f MiB) for the %s kernels", n, (double)total / 1048576.0,
+    g4_log(m, G4_LOG_INFO, "repacked %d Q4_K / Q6_K / Q8_0 / Q5_0 / Q4_0 matrices (%.1f MiB) for the %s kernels", n, (double)total / 1048576.0,
            k->name);
 }
 

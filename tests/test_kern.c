@@ -288,7 +288,8 @@ static void column_splits(const g4_kern *k) {
 /* A weight type stored repacked (kern.h repack_q4_K / repack_q6_K, where a table has it): for
  * each of the n_ord float orders, rq[o] on the repacked bytes gives ref[o]'s bits on the rows,
  * for token counts across the passes' token groups and blocks and row ranges that cut tiles,
- * on gaussian and random blocks; for Q6_K, kern_q6_K_rq_block reads every row's blocks back */
+ * on gaussian and random blocks; for Q6_K and Q4_0, kern_q6_K_rq_block / kern_q4_0_rq_block read
+ * every row's blocks back */
 static void check_repacked(const g4_kern *k, uint32_t type, kern_repack_fn repack, int n_ord, const g4_matmul_fn *ref,
                            const g4_matmul_fn *rq, uint64_t s) {
     const char *tn = quant_traits(type)->name;
@@ -323,6 +324,16 @@ static void check_repacked(const g4_kern *k, uint32_t type, kern_repack_fn repac
                     }
                 T_CHECKF(back == 0, "%s: Q6_K repacked, n_in %lld: %d blocks read back differ", k->name, (long long)n_in, back);
             }
+            if (type == G4_TYPE_Q4_0) {
+                int back = 0;
+                for (int64_t r = 0; r < NO; r++)
+                    for (int64_t i = 0; i < n_in / 32; i++) {
+                        uint8_t b[18];
+                        kern_q4_0_rq_block(wp, wrb, r, i, b);
+                        back += memcmp(b, w + (size_t)r * wrb + (size_t)i * 18, 18) != 0;
+                    }
+                T_CHECKF(back == 0, "%s: Q4_0 repacked, n_in %lld: %d blocks read back differ", k->name, (long long)n_in, back);
+            }
             int bad = 0, runs = 0;
             for (int o = 0; o < n_ord; o++)
                 for (int ti = 0; ti < (int)(sizeof NTOK / sizeof NTOK[0]); ti++)
@@ -343,7 +354,7 @@ static void check_repacked(const g4_kern *k, uint32_t type, kern_repack_fn repac
 }
 
 /* Q4_K: matmul_rq[0] / [1] against matmul / matmul_grp (the one-column and 4-column gemm
- * orders); Q6_K: matmul_rq6, Q8_0 / Q5_0: matmul_rqb against matmul, their one order */
+ * orders); Q6_K: matmul_rq6, Q8_0 / Q5_0 / Q4_0: matmul_rqb against matmul, their one order */
 static void repacked(const g4_kern *k) {
     if (k->repack_q4_K) {
         T_CHECKF(k->matmul_rq[0] && k->matmul_rq[1] && k->matmul[G4_TYPE_Q4_K] && k->matmul_grp[G4_TYPE_Q4_K],
@@ -357,8 +368,8 @@ static void repacked(const g4_kern *k) {
         const g4_matmul_fn ref = k->matmul[G4_TYPE_Q6_K], rq = k->matmul_rq6;
         if (ref && rq) check_repacked(k, G4_TYPE_Q6_K, k->repack_q6_K, 1, &ref, &rq, 11);
     }
-    static const uint32_t B32[] = { G4_TYPE_Q8_0, G4_TYPE_Q5_0 };
-    for (int i = 0; i < 2; i++) {
+    static const uint32_t B32[] = { G4_TYPE_Q8_0, G4_TYPE_Q5_0, G4_TYPE_Q4_0 };
+    for (int i = 0; i < (int)(sizeof B32 / sizeof B32[0]); i++) {
         const uint32_t ty = B32[i];
         if (!k->repack_b32[ty]) continue;
         T_CHECKF(k->matmul_rqb[ty] && k->matmul[ty], "%s: repack_b32[%s] without its kernel", k->name, quant_traits(ty)->name);

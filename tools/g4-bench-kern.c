@@ -680,10 +680,9 @@ int main(int argc, char **argv) {
             printf("%-6s %-30s %7.1f %5.1f (%3.0f%%) (%5.1f) %5.1f (%3.0f%%)\n", quant_traits(TY[ti])->name, shape,
                    (double)bytes / 1048576.0, (double)bytes / t1 * 1e-9, 100.0 * (double)bytes / t1 * 1e-9 / bw,
                    (double)bytes / b1 * 1e-9, (double)bytes / t2 * 1e-9, 100.0 * (double)bytes / t2 * 1e-9 / bw);
-            /* the same matrix stored repacked, as a model open leaves Q4_K and Q6_K on this table */
-            void (*rp)(uint8_t *restrict, const uint8_t *restrict, size_t, int64_t, int64_t) =
-                TY[ti] == G4_TYPE_Q4_K ? k->repack_q4_K : TY[ti] == G4_TYPE_Q6_K ? k->repack_q6_K : NULL;
-            const g4_matmul_fn rf = TY[ti] == G4_TYPE_Q4_K ? k->matmul_rq[0] : k->matmul_rq6;
+            /* the same matrix stored repacked, as a model open leaves it where the table repacks the type */
+            const kern_repack_fn rp = kern_rq_repack(k, TY[ti]);
+            const g4_matmul_fn rf = rp ? kern_rq_matmul(k, TY[ti], k->matmul[TY[ti]]) : NULL;
             uint8_t *wp = rp && rf && n_out % 16 == 0 ? weights_alloc(bytes, huge) : NULL;
             if (wp) {
                 rp(wp, w, quant_row_bytes(TY[ti], SH[si].n_in), SH[si].n_in, n_out);

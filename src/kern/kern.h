@@ -86,7 +86,7 @@ typedef struct g4_kern {
     void          (*repack_q6_K)(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in,
                                  int64_t n_out);
     g4_matmul_fn    matmul_rq6;
-    /* Q8_0 and Q5_0 matrices stored repacked the same way (repack_b32[type]: 16-row tiles in
+    /* Q8_0, Q5_0 and Q4_0 matrices stored repacked the same way (repack_b32[type]: 16-row tiles in
      * the same bytes, n_in <= 32768; matmul_rqb[type] gives from them the bits of matmul[type],
      * its one order for any number of columns). NULL = none (the zmm AVX-512 tables have them:
      * kern_x86_rqb32.h, which defines the tile layouts). */
@@ -151,12 +151,21 @@ static inline void kern_q6_K_rq_block(const uint8_t *w, size_t wrb, int64_t r, i
     memcpy(out + 208, sb + 3328 + 2 * rr, 2);
 }
 
+/* Row r's block i (18 bytes, as in the file) back from a Q4_0 matrix stored repacked
+ * (repack_b32's 16-row tiles of row bytes wrb; layout: kern_x86_rqb32.h) */
+static inline void kern_q4_0_rq_block(const uint8_t *w, size_t wrb, int64_t r, int64_t i, uint8_t *out) {
+    const uint8_t *b = w + (size_t)(r & ~(int64_t)15) * wrb + (size_t)i * 288;
+    const size_t rr = (size_t)(r & 15);
+    memcpy(out, b + 256 + 2 * rr, 2);
+    for (int k = 0; k < 4; k++) memcpy(out + 2 + 4 * k, b + 64 * k + 4 * rr, 4);
+}
+
 /* The repacked counterpart (g4_tensor.rq) of fn, the kernel kern_pick gave for a matrix of this
  * type: matmul_rq[0] / [1] for Q4_K's matmul / matmul_grp, matmul_rq6 for Q6_K, matmul_rqb for
- * Q8_0 and Q5_0 (their one order) */
+ * Q8_0, Q5_0 and Q4_0 (their one order) */
 static inline g4_matmul_fn kern_rq_matmul(const g4_kern *k, uint32_t type, g4_matmul_fn fn) {
     if (type == G4_TYPE_Q4_K) return k->matmul_rq[fn != k->matmul[G4_TYPE_Q4_K]];
-    return type == G4_TYPE_Q6_K ? k->matmul_rq6 : k->matmul_rqb[type];
+    return type == G4_TYPE_Q6_K ? k->matmul_rq6 : type < G4_TYPE_COUNT ? k->matmul_rqb[type] : NULL;
 }
 
 /* The table's repack for a matrix of this type (repack_q4_K, repack_q6_K, repack_b32), or NULL */

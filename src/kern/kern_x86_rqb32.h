@@ -1,8 +1,8 @@
-/* kern_x86_rqb32.h - Q8_0 and Q5_0 stored repacked in 16-row tiles (one row per i32 lane), for
+/* kern_x86_rqb32.h - Q8_0, Q5_0 and Q4_0 stored repacked in 16-row tiles (one row per i32 lane), for
  * the zmm tables. Included by kern_x86_tmpl.h in the AVX-512 build (KX_F512) after
  * kern_x86_rq4k.h (rq_dp, rq_store).
  *
- * The float order is the row-major kernels' (dot_q8_0 / dot_q5_0, llama.cpp's
+ * Q8_0 and Q5_0's float order is the row-major kernels' (dot_q8_0 / dot_q5_0, llama.cpp's
  * ggml_vec_dot_q8_0_q8_0 / ggml_vec_dot_q5_0_q8_0; one order for one column or many): per row,
  * 8 i32 lanes per 32-element block, lane L the exact dot of codes 4L .. 4L + 3 with the token's
  * activations there (code: Q8_0 as stored, Q5_0 nibble + 16 * fifth bit - 16), then
@@ -26,7 +26,15 @@
  *   Q5_0  bytes 64k + 4r + b   = row r's qs byte 4k + b                   (k < 4: codes 4k.., 16 + 4k..)
  *         bytes 256 + 8L ..    = a 64-bit mask, bit 4r + b = row r's qh bit 4L + b  (L < 8)
  *         bytes 320 + 2r + b   = row r's d (f16)
- * in the same bytes as the 16 rows (tile j where rows 16j .. 16j + 15 were). */
+ *   Q4_0  bytes 64k + 4r + b   = row r's qs byte 4k + b                   (as Q5_0's, bb = 18)
+ *         bytes 256 + 2r + b   = row r's d (f16)
+ * in the same bytes as the 16 rows (tile j where rows 16j .. 16j + 15 were).
+ *
+ * Q4_0 follows another float order, that of its row-major kernels (tile_q4_0_z: ggml's
+ * repacked q4_0_8x8 gemv and gemm, which llama.cpp's x86 builds run for Q4_0 matrices of
+ * 8k rows): per row and block one exact integer, the block's whole dot (u = nibble, c = 8: the
+ * eight lanes' dots summed, as integers, from -8 * (the block's 32 activations summed)), then
+ *   acc = fma((float)isum, d(row) * d(token), acc)   per block in order, y = acc. */
 #define RQB_TG 3      /* tokens per pass: 24 accumulators (Zen 5, 1 thread, 16-128 tokens: 2 -> 3
                        * 1.25-1.40x -> 1.40-1.78x the row-major kernels, 4 no faster) */
 #define RQB_NB 1024   /* token-blocks of corrections per call chunk (32 KB): rows up to 32768 elements */
@@ -74,6 +82,19 @@ static void rqb_repack_q5_0(uint8_t *restrict dst, const uint8_t *restrict src, 
         }
 }
 
+static void rqb_repack_q4_0(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in, int64_t n_out) {
+    const int64_t nb = n_in / 32;
+    for (int64_t rt = 0; rt + 16 <= n_out; rt += 16)
+        for (int64_t i = 0; i < nb; i++) {
+            uint8_t *o = dst + (size_t)rt * wrb + (size_t)i * 16 * 18;
+            for (int r = 0; r < 16; r++) {
+                const uint8_t *b = src + (size_t)(rt + r) * wrb + (size_t)i * 18;
+                for (int k = 0; k < 4; k++) memcpy(o + 64 * k + 4 * r, b + 2 + 4 * k, 4);
+                memcpy(o + 256 + 2 * r, b, 2);
+            }
+        }
+}
+
 /* ==== Multiply ==== */
 
 /* T tokens' block scales and lane corrections for blocks [0, nb): da[t * nb + i], corr[(t * nb + i) * 8 + L] =
@@ -86,6 +107,21 @@ KINLINE void rqb_prep(const uint8_t *restrict x, size_t xrb, int64_t nb, int T, 
             da[t * nb + i] = h2f(b);
             _mm256_storeu_si256((__m256i *)(void *)(corr + (t * nb + i) * 8),
                                 _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(), cc, ld256(b + 2))));
+        }
+}
+
+/* rqb_prep for Q4_0's one integer per block: corr[(t * nb + i) * 8] = -8 * (block i's 32
+ * activations summed) (the other seven of the eight unused) */
+KINLINE void rqb_prep_q4_0(const uint8_t *restrict x, size_t xrb, int64_t nb, int T, int c, float *restrict da, int32_t *restrict corr) {
+    const __m256i cc = _mm256_set1_epi8((char)c);
+    for (int t = 0; t < T; t++)
+        for (int64_t i = 0; i < nb; i++) {
+            const uint8_t *b = x + (size_t)t * xrb + (size_t)i * 34;
+            da[t * nb + i] = h2f(b);
+            const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), cc, ld256(b + 2));
+            const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+            const __m128i q = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+            corr[(t * nb + i) * 8] = -_mm_cvtsi128_si32(_mm_add_epi32(q, _mm_shuffle_epi32(q, 0xb1)));
         }
 }
 
@@ -138,11 +174,44 @@ KINLINE __m512i rqb_codes_q5_0(const uint8_t *blk, int L) {
 DEF_RQB_TILE(q8_0, 34)
 DEF_RQB_TILE(q5_0, 22)
 
+/* Q4_0's tile (the rqb_tile_* contract, corrections from rqb_prep_q4_0): per block and token
+ * the 16 rows' whole-block integers in two vpdpbusd chains (even and odd lanes), one FMA */
+KINLINE __m512i rqb_codes_q4_0(const uint8_t *blk, int L) {
+    const __m512i q = ld512(blk + 64 * (L & 3));
+    return _mm512_and_si512(L < 4 ? q : _mm512_srli_epi16(q, 4), _mm512_set1_epi8(0x0f));
+}
+KINLINE void rqb_tile_q4_0(const uint8_t *restrict p, int64_t nb, const uint8_t *restrict x, size_t xrb,
+                           const float *restrict da, const int32_t *restrict corr, int64_t nbp, const int T,
+                           const int pf, __m512 *out) {
+    __m512 acc[RQB_TG];
+    RQB_UNROLL
+    for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++, p += 16 * 18) {
+        if (pf)
+            for (int o = 0; o < 16 * 18; o += 64) _mm_prefetch((const char *)p + RQB_PF + o, KX_PF_HINT);
+        const __m512 dw = _mm512_cvtph_ps(ld256(p + 256));
+        __m512i u[8];
+        RQB_UNROLL
+        for (int L = 0; L < 8; L++) u[L] = rqb_codes_q4_0(p, L);
+        RQB_UNROLL
+        for (int t = 0; t < T; t++) {
+            const uint8_t *a = x + (size_t)t * xrb + (size_t)i * 34 + 2;
+            __m512i s0 = _mm512_set1_epi32(corr[(t * nbp + i) * 8]), s1 = _mm512_setzero_si512();
+            RQB_UNROLL
+            for (int L = 0; L < 8; L += 2) s0 = rq_dp(s0, u[L], a + 4 * L), s1 = rq_dp(s1, u[L + 1], a + 4 * L + 4);
+            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(da[t * nbp + i]));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), d, acc[t]);
+        }
+    }
+    RQB_UNROLL
+    for (int t = 0; t < T; t++) out[t] = acc[t];
+}
+
 /* the matmul over repacked tiles (kern.h contract; w as rqb_repack_* left it, n_in <= 32 RQB_NB).
  * Tokens in blocks whose corrections fit RQB_NB; per block, tile by tile (the tile stays in L1/L2
  * for the block's passes), passes of RQB_TG tokens. Rows row0 .. row1 - 1 may cut tiles: a cut
  * tile is computed whole and its rows in range stored. */
-#define DEF_MM_RQB(tname, bb, cval)                                                                    \
+#define DEF_MM_RQB(tname, bb, cval, prep)                                                              \
     static void mm_##tname##_rq_z(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, \
                                   const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0,    \
                                   int64_t row1, int n_tok) {                                                   \
@@ -154,7 +223,7 @@ DEF_RQB_TILE(q5_0, 22)
         for (int t0 = 0; t0 < n_tok; t0 += tb) {                                                       \
             const int nt = n_tok - t0 < tb ? n_tok - t0 : tb;                                          \
             const uint8_t *xt = x + (size_t)t0 * xq_row_bytes;                                         \
-            rqb_prep(xt, xq_row_bytes, nb, nt, cval, da, corr);                                        \
+            prep(xt, xq_row_bytes, nb, nt, cval, da, corr);                                            \
             for (int64_t rt = row0 & ~(int64_t)15; rt < row1; rt += 16) {                              \
                 const uint8_t *tile = w + (size_t)rt * w_row_bytes;                                    \
                 const int64_t r0 = rt < row0 ? row0 : rt, r1 = rt + 16 < row1 ? rt + 16 : row1;        \
@@ -172,5 +241,6 @@ DEF_RQB_TILE(q5_0, 22)
             }                                                                                          \
         }                                                                                              \
     }
-DEF_MM_RQB(q8_0, 34, 128)
-DEF_MM_RQB(q5_0, 22, 16)
+DEF_MM_RQB(q8_0, 34, 128, rqb_prep)
+DEF_MM_RQB(q5_0, 22, 16, rqb_prep)
+DEF_MM_RQB(q4_0, 18, 8, rqb_prep_q4_0)
