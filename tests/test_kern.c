@@ -314,25 +314,19 @@ static void check_repacked(const g4_kern *k, uint32_t type, kern_repack_fn repac
             }
             repack(wp, w, wrb, n_in, NO);
             T_CHECKF(memcmp(w, wp, wrb * NO) != 0, "%s: %s repack left the bytes as they were", k->name, tn);
-            if (type == G4_TYPE_Q6_K) {
+            /* the types a tied head may have repacked: every row's blocks read back */
+            void (*const rd)(const uint8_t *, size_t, int64_t, int64_t, uint8_t *) =
+                type == G4_TYPE_Q6_K ? kern_q6_K_rq_block : type == G4_TYPE_Q4_0 ? kern_q4_0_rq_block : NULL;
+            if (rd) {
+                const size_t bb = quant_traits(type)->bytes;
                 int back = 0;
                 for (int64_t r = 0; r < NO; r++)
-                    for (int64_t i = 0; i < n_in / 256; i++) {
+                    for (int64_t i = 0; i < n_in / quant_traits(type)->blck; i++) {
                         uint8_t b[210];
-                        kern_q6_K_rq_block(wp, wrb, r, i, b);
-                        back += memcmp(b, w + (size_t)r * wrb + (size_t)i * 210, 210) != 0;
+                        rd(wp, wrb, r, i, b);
+                        back += memcmp(b, w + (size_t)r * wrb + (size_t)i * bb, bb) != 0;
                     }
-                T_CHECKF(back == 0, "%s: Q6_K repacked, n_in %lld: %d blocks read back differ", k->name, (long long)n_in, back);
-            }
-            if (type == G4_TYPE_Q4_0) {
-                int back = 0;
-                for (int64_t r = 0; r < NO; r++)
-                    for (int64_t i = 0; i < n_in / 32; i++) {
-                        uint8_t b[18];
-                        kern_q4_0_rq_block(wp, wrb, r, i, b);
-                        back += memcmp(b, w + (size_t)r * wrb + (size_t)i * 18, 18) != 0;
-                    }
-                T_CHECKF(back == 0, "%s: Q4_0 repacked, n_in %lld: %d blocks read back differ", k->name, (long long)n_in, back);
+                T_CHECKF(back == 0, "%s: %s repacked, n_in %lld: %d blocks read back differ", k->name, tn, (long long)n_in, back);
             }
             int bad = 0, runs = 0;
             for (int o = 0; o < n_ord; o++)

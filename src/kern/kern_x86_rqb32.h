@@ -51,77 +51,62 @@
 
 /* ==== Repack ==== */
 
-static void rqb_repack_q8_0(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in, int64_t n_out) {
+/* the n_out rows (a multiple of 16) of a Q8_0, Q5_0 or Q4_0 (ty) matrix at src -> tiles at dst */
+static void rqb_repack(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in, int64_t n_out, const uint32_t ty) {
+    const size_t bb = ty == G4_TYPE_Q8_0 ? 34 : ty == G4_TYPE_Q5_0 ? 22 : 18;
     const int64_t nb = n_in / 32;
     for (int64_t rt = 0; rt + 16 <= n_out; rt += 16)
         for (int64_t i = 0; i < nb; i++) {
-            uint8_t *o = dst + (size_t)rt * wrb + (size_t)i * 16 * 34;
-            for (int r = 0; r < 16; r++) {
-                const uint8_t *b = src + (size_t)(rt + r) * wrb + (size_t)i * 34;
-                for (int L = 0; L < 8; L++)
-                    for (int j = 0; j < 4; j++) o[64 * L + 4 * r + j] = (uint8_t)(b[2 + 4 * L + j] ^ 0x80);
-                memcpy(o + 512 + 2 * r, b, 2);
-            }
-        }
-}
-
-static void rqb_repack_q5_0(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in, int64_t n_out) {
-    const int64_t nb = n_in / 32;
-    for (int64_t rt = 0; rt + 16 <= n_out; rt += 16)
-        for (int64_t i = 0; i < nb; i++) {
-            uint8_t *o = dst + (size_t)rt * wrb + (size_t)i * 16 * 22;
+            uint8_t *o = dst + (size_t)rt * wrb + (size_t)i * 16 * bb;
             uint64_t mask[8] = { 0 };
             for (int r = 0; r < 16; r++) {
-                const uint8_t *b = src + (size_t)(rt + r) * wrb + (size_t)i * 22;
-                const uint32_t qh = quant_rd32(b + 2);
-                for (int k = 0; k < 4; k++) memcpy(o + 64 * k + 4 * r, b + 6 + 4 * k, 4);
-                for (int L = 0; L < 8; L++) mask[L] |= (uint64_t)(qh >> (4 * L) & 15) << (4 * r);
-                memcpy(o + 320 + 2 * r, b, 2);
+                const uint8_t *b = src + (size_t)(rt + r) * wrb + (size_t)i * bb;
+                memcpy(o + 16 * (bb - 2) + 2 * r, b, 2); /* d: the tile block's last 32 bytes */
+                if (ty == G4_TYPE_Q8_0) {
+                    for (int L = 0; L < 8; L++)
+                        for (int j = 0; j < 4; j++) o[64 * L + 4 * r + j] = (uint8_t)(b[2 + 4 * L + j] ^ 0x80);
+                    continue;
+                }
+                const size_t qs = ty == G4_TYPE_Q5_0 ? 6 : 2;
+                for (int k = 0; k < 4; k++) memcpy(o + 64 * k + 4 * r, b + qs + 4 * k, 4);
+                if (ty == G4_TYPE_Q5_0) {
+                    const uint32_t qh = quant_rd32(b + 2);
+                    for (int L = 0; L < 8; L++) mask[L] |= (uint64_t)(qh >> (4 * L) & 15) << (4 * r);
+                }
             }
-            memcpy(o + 256, mask, sizeof mask); /* little-endian: bit n of mask L at byte 256 + 8L + n / 8 */
+            if (ty == G4_TYPE_Q5_0) memcpy(o + 256, mask, sizeof mask); /* little-endian: bit n of mask L at byte 256 + 8L + n / 8 */
         }
 }
-
+static void rqb_repack_q8_0(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in, int64_t n_out) {
+    rqb_repack(dst, src, wrb, n_in, n_out, G4_TYPE_Q8_0);
+}
+static void rqb_repack_q5_0(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in, int64_t n_out) {
+    rqb_repack(dst, src, wrb, n_in, n_out, G4_TYPE_Q5_0);
+}
 static void rqb_repack_q4_0(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in, int64_t n_out) {
-    const int64_t nb = n_in / 32;
-    for (int64_t rt = 0; rt + 16 <= n_out; rt += 16)
-        for (int64_t i = 0; i < nb; i++) {
-            uint8_t *o = dst + (size_t)rt * wrb + (size_t)i * 16 * 18;
-            for (int r = 0; r < 16; r++) {
-                const uint8_t *b = src + (size_t)(rt + r) * wrb + (size_t)i * 18;
-                for (int k = 0; k < 4; k++) memcpy(o + 64 * k + 4 * r, b + 2 + 4 * k, 4);
-                memcpy(o + 256 + 2 * r, b, 2);
-            }
-        }
+    rqb_repack(dst, src, wrb, n_in, n_out, G4_TYPE_Q4_0);
 }
 
 /* ==== Multiply ==== */
 
 /* T tokens' block scales and lane corrections for blocks [0, nb): da[t * nb + i], corr[(t * nb + i) * 8 + L] =
- * -c * (activations 4L .. 4L + 3 of block i summed) */
-KINLINE void rqb_prep(const uint8_t *restrict x, size_t xrb, int64_t nb, int T, int c, float *restrict da, int32_t *restrict corr) {
+ * -c * (activations 4L .. 4L + 3 of block i summed); whole (Q4_0's one integer per block):
+ * corr[(t * nb + i) * 8] = -c * (block i's 32 activations summed), the other seven unused */
+KINLINE void rqb_prep(const uint8_t *restrict x, size_t xrb, int64_t nb, int T, int c, float *restrict da, int32_t *restrict corr,
+                      const int whole) {
     const __m256i cc = _mm256_set1_epi8((char)c);
     for (int t = 0; t < T; t++)
         for (int64_t i = 0; i < nb; i++) {
             const uint8_t *b = x + (size_t)t * xrb + (size_t)i * 34;
             da[t * nb + i] = h2f(b);
-            _mm256_storeu_si256((__m256i *)(void *)(corr + (t * nb + i) * 8),
-                                _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(), cc, ld256(b + 2))));
-        }
-}
-
-/* rqb_prep for Q4_0's one integer per block: corr[(t * nb + i) * 8] = -8 * (block i's 32
- * activations summed) (the other seven of the eight unused) */
-KINLINE void rqb_prep_q4_0(const uint8_t *restrict x, size_t xrb, int64_t nb, int T, int c, float *restrict da, int32_t *restrict corr) {
-    const __m256i cc = _mm256_set1_epi8((char)c);
-    for (int t = 0; t < T; t++)
-        for (int64_t i = 0; i < nb; i++) {
-            const uint8_t *b = x + (size_t)t * xrb + (size_t)i * 34;
-            da[t * nb + i] = h2f(b);
-            const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), cc, ld256(b + 2));
+            const __m256i s = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(), cc, ld256(b + 2)));
+            if (!whole) {
+                _mm256_storeu_si256((__m256i *)(void *)(corr + (t * nb + i) * 8), s);
+                continue;
+            }
             const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
             const __m128i q = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
-            corr[(t * nb + i) * 8] = -_mm_cvtsi128_si32(_mm_add_epi32(q, _mm_shuffle_epi32(q, 0xb1)));
+            corr[(t * nb + i) * 8] = _mm_cvtsi128_si32(_mm_add_epi32(q, _mm_shuffle_epi32(q, 0xb1)));
         }
 }
 
@@ -174,7 +159,7 @@ KINLINE __m512i rqb_codes_q5_0(const uint8_t *blk, int L) {
 DEF_RQB_TILE(q8_0, 34)
 DEF_RQB_TILE(q5_0, 22)
 
-/* Q4_0's tile (the rqb_tile_* contract, corrections from rqb_prep_q4_0): per block and token
+/* Q4_0's tile (the rqb_tile_* contract, corrections from rqb_prep's whole form): per block and token
  * the 16 rows' whole-block integers in two vpdpbusd chains (even and odd lanes), one FMA */
 KINLINE __m512i rqb_codes_q4_0(const uint8_t *blk, int L) {
     const __m512i q = ld512(blk + 64 * (L & 3));
@@ -211,7 +196,7 @@ KINLINE void rqb_tile_q4_0(const uint8_t *restrict p, int64_t nb, const uint8_t 
  * Tokens in blocks whose corrections fit RQB_NB; per block, tile by tile (the tile stays in L1/L2
  * for the block's passes), passes of RQB_TG tokens. Rows row0 .. row1 - 1 may cut tiles: a cut
  * tile is computed whole and its rows in range stored. */
-#define DEF_MM_RQB(tname, bb, cval, prep)                                                              \
+#define DEF_MM_RQB(tname, bb, cval, whole)                                                             \
     static void mm_##tname##_rq_z(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes, \
                                   const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0,    \
                                   int64_t row1, int n_tok) {                                                   \
@@ -223,7 +208,7 @@ KINLINE void rqb_tile_q4_0(const uint8_t *restrict p, int64_t nb, const uint8_t 
         for (int t0 = 0; t0 < n_tok; t0 += tb) {                                                       \
             const int nt = n_tok - t0 < tb ? n_tok - t0 : tb;                                          \
             const uint8_t *xt = x + (size_t)t0 * xq_row_bytes;                                         \
-            prep(xt, xq_row_bytes, nb, nt, cval, da, corr);                                            \
+            rqb_prep(xt, xq_row_bytes, nb, nt, cval, da, corr, whole);                                 \
             for (int64_t rt = row0 & ~(int64_t)15; rt < row1; rt += 16) {                              \
                 const uint8_t *tile = w + (size_t)rt * w_row_bytes;                                    \
                 const int64_t r0 = rt < row0 ? row0 : rt, r1 = rt + 16 < row1 ? rt + 16 : row1;        \
@@ -241,6 +226,6 @@ KINLINE void rqb_tile_q4_0(const uint8_t *restrict p, int64_t nb, const uint8_t 
             }                                                                                          \
         }                                                                                              \
     }
-DEF_MM_RQB(q8_0, 34, 128, rqb_prep)
-DEF_MM_RQB(q5_0, 22, 16, rqb_prep)
-DEF_MM_RQB(q4_0, 18, 8, rqb_prep_q4_0)
+DEF_MM_RQB(q8_0, 34, 128, 0)
+DEF_MM_RQB(q5_0, 22, 16, 0)
+DEF_MM_RQB(q4_0, 18, 8, 1)
