@@ -558,18 +558,14 @@ static void warn_unused(loader *ld) {
 
 void model_row_f32(const g4_tensor *t, int64_t r, float *out) {
     if (!t->rq) { quant_dequant_row(t->type, t->data + (size_t)r * t->row_bytes, out, t->ne[0]); return; }
-    G4_ASSERT(t->type == G4_TYPE_Q6_K || t->type == G4_TYPE_Q4_0); /* the repacked types looked up (rq_candidate) */
+    const kern_rq_block_fn rd = kern_rq_block(t->type); /* the repacked types looked up (rq_candidate) */
+    G4_ASSERT(rd);
+    const int64_t blck = quant_traits(t->type)->blck;
     uint8_t b[210];
-    if (t->type == G4_TYPE_Q4_0)
-        for (int64_t i = 0; i < t->ne[0] / 32; i++) {
-            kern_q4_0_rq_block(t->data, t->row_bytes, r, i, b);
-            quant_dequant_row(G4_TYPE_Q4_0, b, out + 32 * i, 32);
-        }
-    else
-        for (int64_t i = 0; i < t->ne[0] / 256; i++) {
-            kern_q6_K_rq_block(t->data, t->row_bytes, r, i, b);
-            quant_dequant_row(G4_TYPE_Q6_K, b, out + 256 * i, 256);
-        }
+    for (int64_t i = 0; i < t->ne[0] / blck; i++) {
+        rd(t->data, t->row_bytes, r, i, b);
+        quant_dequant_row(t->type, b, out + blck * i, blck);
+    }
 }
 
 /* ==== Open / close ==== */
@@ -586,11 +582,12 @@ static int online_cpus(void) {
  * its lookups read a row back from the tiles (model_row_f32). */
 static int rq_candidate(const g4_model *m, const g4_tensor *t) {
     if (!t || t->ne[3] != 1 || t->ne[1] % 16 || t->rq || t == m->per_layer_token_embd) return 0;
-    if (t->type == G4_TYPE_Q4_K) return m->kern->repack_q4_K && t != m->token_embd;
-    if (t->type == G4_TYPE_Q6_K) return m->kern->repack_q6_K && m->kern->matmul_rq6 && (t != m->token_embd || !m->output);
+    /* the token table: only as a tied head whose rows read back (kern_rq_block) */
+    if (t == m->token_embd && (m->output || !kern_rq_block(t->type))) return 0;
+    if (t->type == G4_TYPE_Q4_K) return m->kern->repack_q4_K != NULL;
+    if (t->type == G4_TYPE_Q6_K) return m->kern->repack_q6_K && m->kern->matmul_rq6;
     if (t->type == G4_TYPE_Q8_0 || t->type == G4_TYPE_Q5_0 || t->type == G4_TYPE_Q4_0)
-        return m->kern->repack_b32[t->type] && m->kern->matmul_rqb[t->type] && t->ne[0] <= 32768 &&
-               (t != m->token_embd || (t->type == G4_TYPE_Q4_0 && !m->output));
+        return m->kern->repack_b32[t->type] && m->kern->matmul_rqb[t->type] && t->ne[0] <= 32768;
     return 0;
 }
 

@@ -315,8 +315,7 @@ static void check_repacked(const g4_kern *k, uint32_t type, kern_repack_fn repac
             repack(wp, w, wrb, n_in, NO);
             T_CHECKF(memcmp(w, wp, wrb * NO) != 0, "%s: %s repack left the bytes as they were", k->name, tn);
             /* the types a tied head may have repacked: every row's blocks read back */
-            void (*const rd)(const uint8_t *, size_t, int64_t, int64_t, uint8_t *) =
-                type == G4_TYPE_Q6_K ? kern_q6_K_rq_block : type == G4_TYPE_Q4_0 ? kern_q4_0_rq_block : NULL;
+            const kern_rq_block_fn rd = kern_rq_block(type);
             if (rd) {
                 const size_t bb = quant_traits(type)->bytes;
                 int back = 0;

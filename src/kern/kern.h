@@ -160,6 +160,13 @@ static inline void kern_q4_0_rq_block(const uint8_t *w, size_t wrb, int64_t r, i
     for (int k = 0; k < 4; k++) memcpy(out + 2 + 4 * k, b + 64 * k + 4 * rr, 4);
 }
 
+/* The read-back of a repacked type whose tiles a tied head's lookups read (kern_q6_K_rq_block,
+ * kern_q4_0_rq_block: block i of row r as in the file), or NULL where the rows stay unreadable */
+typedef void (*kern_rq_block_fn)(const uint8_t *w, size_t wrb, int64_t r, int64_t i, uint8_t *out);
+static inline kern_rq_block_fn kern_rq_block(uint32_t type) {
+    return type == G4_TYPE_Q6_K ? kern_q6_K_rq_block : type == G4_TYPE_Q4_0 ? kern_q4_0_rq_block : NULL;
+}
+
 /* The repacked counterpart (g4_tensor.rq) of fn, the kernel kern_pick gave for a matrix of this
  * type: matmul_rq[0] / [1] for Q4_K's matmul / matmul_grp, matmul_rq6 for Q6_K, matmul_rqb for
  * Q8_0, Q5_0 and Q4_0 (their one order) */
