@@ -577,8 +577,8 @@ static int online_cpus(void) {
 
 /* The matrices the forward pass multiplies (forward_matmul: layers, per-layer embedding
  * projections, the head; moe.c: the experts, each a whole number of tiles) that the table can
- * repack: Q4_K, Q6_K, Q8_0, Q5_0 and Q4_0 in 16-row tiles (Q8_0 / Q5_0 / Q4_0 rows of at most 32768
- * elements). Embedding tables (row lookups) stay as stored, but for a tied head in Q6_K or Q4_0:
+ * repack: Q4_K, Q5_K, Q6_K, Q8_0, Q5_0 and Q4_0 in 16-row tiles (Q8_0 / Q5_0 / Q4_0 rows of at most
+ * 32768 elements). Embedding tables (row lookups) stay as stored, but for a tied head in Q6_K or Q4_0:
  * its lookups read a row back from the tiles (model_row_f32). */
 static int rq_candidate(const g4_model *m, const g4_tensor *t) {
     if (!t || t->ne[3] != 1 || t->ne[1] % 16 || t->rq || t == m->per_layer_token_embd) return 0;
@@ -588,6 +588,7 @@ static int rq_candidate(const g4_model *m, const g4_tensor *t) {
     if (t->type == G4_TYPE_Q6_K) return m->kern->repack_q6_K && m->kern->matmul_rq6;
     if (t->type == G4_TYPE_Q8_0 || t->type == G4_TYPE_Q5_0 || t->type == G4_TYPE_Q4_0)
         return m->kern->repack_b32[t->type] && m->kern->matmul_rqb[t->type] && t->ne[0] <= 32768;
+    if (t->type == G4_TYPE_Q5_K) return m->kern->repack_b32[t->type] && m->kern->matmul_rqb[t->type];
     return 0;
 }
 
@@ -654,7 +655,7 @@ static uint8_t *weights_block(g4_model *m, uint64_t total, uint64_t *budget, con
     return p;
 }
 
-/* Q4_K, Q6_K, Q8_0, Q5_0 and Q4_0 matrices into the kernel table's repacked layouts (kern.h
+/* Q4_K, Q5_K, Q6_K, Q8_0, Q5_0 and Q4_0 matrices into the kernel table's repacked layouts (kern.h
  * repack_q4_K, repack_q6_K, repack_b32), where it has them and the caller did not opt out; results are the same bits
  * (test_kern: repacked). */
 static void repack_weights(g4_model *m, const g4_model_opts *o, uint64_t *budget) {
@@ -691,7 +692,7 @@ static void repack_weights(g4_model *m, const g4_model_opts *o, uint64_t *budget
         t->data = m->rq_copy + off;
         off += bytes;
     }
-    g4_log(m, G4_LOG_INFO, "repacked %d Q4_K / Q6_K / Q8_0 / Q5_0 / Q4_0 matrices (%.1f MiB) for the %s kernels", n, (double)total / 1048576.0,
+    g4_log(m, G4_LOG_INFO, "repacked %d Q4_K / Q5_K / Q6_K / Q8_0 / Q5_0 / Q4_0 matrices (%.1f MiB) for the %s kernels", n, (double)total / 1048576.0,
            k->name);
 }
 

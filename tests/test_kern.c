@@ -347,7 +347,7 @@ static void check_repacked(const g4_kern *k, uint32_t type, kern_repack_fn repac
 }
 
 /* Q4_K: matmul_rq[0] / [1] against matmul / matmul_grp (the one-column and 4-column gemm
- * orders); Q6_K: matmul_rq6, Q8_0 / Q5_0 / Q4_0: matmul_rqb against matmul, their one order */
+ * orders); Q6_K: matmul_rq6, Q8_0 / Q5_0 / Q4_0 / Q5_K: matmul_rqb against matmul, their one order */
 static void repacked(const g4_kern *k) {
     if (k->repack_q4_K) {
         T_CHECKF(k->matmul_rq[0] && k->matmul_rq[1] && k->matmul[G4_TYPE_Q4_K] && k->matmul_grp[G4_TYPE_Q4_K],
@@ -361,7 +361,7 @@ static void repacked(const g4_kern *k) {
         const g4_matmul_fn ref = k->matmul[G4_TYPE_Q6_K], rq = k->matmul_rq6;
         if (ref && rq) check_repacked(k, G4_TYPE_Q6_K, k->repack_q6_K, 1, &ref, &rq, 11);
     }
-    static const uint32_t B32[] = { G4_TYPE_Q8_0, G4_TYPE_Q5_0, G4_TYPE_Q4_0 };
+    static const uint32_t B32[] = { G4_TYPE_Q8_0, G4_TYPE_Q5_0, G4_TYPE_Q4_0, G4_TYPE_Q5_K };
     for (int i = 0; i < (int)(sizeof B32 / sizeof B32[0]); i++) {
         const uint32_t ty = B32[i];
         if (!k->repack_b32[ty]) continue;

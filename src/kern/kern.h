@@ -86,10 +86,10 @@ typedef struct g4_kern {
     void          (*repack_q6_K)(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in,
                                  int64_t n_out);
     g4_matmul_fn    matmul_rq6;
-    /* Q8_0, Q5_0 and Q4_0 matrices stored repacked the same way (repack_b32[type]: 16-row tiles in
-     * the same bytes, n_in <= 32768; matmul_rqb[type] gives from them the bits of matmul[type],
-     * its one order for any number of columns). NULL = none (the zmm AVX-512 tables have them:
-     * kern_x86_rqb32.h, which defines the tile layouts). */
+    /* Q8_0, Q5_0, Q4_0 (n_in <= 32768) and Q5_K matrices stored repacked the same way
+     * (repack_b32[type]: 16-row tiles in the same bytes; matmul_rqb[type] gives from them the bits
+     * of matmul[type], its one order for any number of columns). NULL = none (the zmm AVX-512
+     * tables have them: kern_x86_rqb32.h and kern_x86_rq5k.h, which define the tile layouts). */
     void          (*repack_b32[G4_TYPE_COUNT])(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb,
                                                int64_t n_in, int64_t n_out);
     g4_matmul_fn    matmul_rqb[G4_TYPE_COUNT];
@@ -169,13 +169,14 @@ static inline kern_rq_block_fn kern_rq_block(uint32_t type) {
 
 /* The repacked counterpart (g4_tensor.rq) of fn, the kernel kern_pick gave for a matrix of this
  * type: matmul_rq[0] / [1] for Q4_K's matmul / matmul_grp, matmul_rq6 for Q6_K, matmul_rqb for
- * Q8_0, Q5_0 and Q4_0 (their one order) */
+ * Q8_0, Q5_0, Q4_0 and Q5_K (their one order) */
 static inline g4_matmul_fn kern_rq_matmul(const g4_kern *k, uint32_t type, g4_matmul_fn fn) {
     if (type == G4_TYPE_Q4_K) return k->matmul_rq[fn != k->matmul[G4_TYPE_Q4_K]];
     return type == G4_TYPE_Q6_K ? k->matmul_rq6 : type < G4_TYPE_COUNT ? k->matmul_rqb[type] : NULL;
 }
 
-/* The table's repack for a matrix of this type (repack_q4_K, repack_q6_K, repack_b32), or NULL */
+/* The table's repack for a matrix of this type (repack_q4_K, repack_q6_K, repack_b32: Q8_0, Q5_0,
+ * Q4_0, Q5_K), or NULL */
 typedef void (*kern_repack_fn)(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t n_in, int64_t n_out);
 static inline kern_repack_fn kern_rq_repack(const g4_kern *k, uint32_t type) {
     return type == G4_TYPE_Q4_K ? k->repack_q4_K : type == G4_TYPE_Q6_K ? k->repack_q6_K : type < G4_TYPE_COUNT ? k->repack_b32[type] : NULL;

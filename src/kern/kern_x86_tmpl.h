@@ -1627,6 +1627,7 @@ DEF_MM_TILE(q4_K_grp_zt, CALL_Q4_K_GZ)
 #include "kern_x86_rq4k.h" /* mm_q4_K_grp_z: mm_q4_K_grp_zt below RQ_MIN tokens */
 #include "kern_x86_rq6k.h" /* Q6_K stored repacked: mm_q6_K_rq_z */
 #include "kern_x86_rqb32.h" /* Q8_0 / Q5_0 / Q4_0 stored repacked: mm_q8_0_rq_z, mm_q5_0_rq_z, mm_q4_0_rq_z */
+#include "kern_x86_rq5k.h"  /* Q5_K stored repacked: mm_q5_K_rq_z */
 #endif
 #define CALL_IQ4_XS_P(wr, x, xrb, n, T, o, pf, pft) ((void)(pf), tile_iq4_xs(wr, x, xrb, n, T, o))
 DEF_MM_TILE(iq4_xs_p, CALL_IQ4_XS_P)
@@ -2865,6 +2866,9 @@ static void softcap_x86(float *y, int64_t n, float c) {
 #define KX_RQB_Q8_0_z rqb_repack_q8_0
 #define KX_RQB_Q5_0_z rqb_repack_q5_0
 #define KX_RQB_Q4_0_z rqb_repack_q4_0
+#define KX_RQ5 NULL
+#define mm_q5_K_rq NULL
+#define KX_RQ5_z rq5_repack
 #define KX_TABLE(MM_BF16, MM_BF16_GRP, TB_K_BF16, Z) {                                      \
     .name = KX_NAME,                                                                        \
     .geglu = geglu_x86,                                                                     \
@@ -2896,9 +2900,9 @@ static void softcap_x86(float *y, int64_t n, float c) {
     .repack_q4_K = KX_RQ_REPACK##Z, .matmul_rq = { mm_q4_K_rq1##Z, mm_q4_K_rqg##Z },         \
     .repack_q6_K = KX_RQ6_REPACK##Z, .matmul_rq6 = mm_q6_K_rq##Z,                           \
     .repack_b32 = { [G4_TYPE_Q8_0] = KX_RQB_Q8_0##Z, [G4_TYPE_Q5_0] = KX_RQB_Q5_0##Z,       \
-                    [G4_TYPE_Q4_0] = KX_RQB_Q4_0##Z },                                      \
+                    [G4_TYPE_Q4_0] = KX_RQB_Q4_0##Z, [G4_TYPE_Q5_K] = KX_RQ5##Z },          \
     .matmul_rqb = { [G4_TYPE_Q8_0] = mm_q8_0_rq##Z, [G4_TYPE_Q5_0] = mm_q5_0_rq##Z,         \
-                    [G4_TYPE_Q4_0] = mm_q4_0_rq##Z },                                       \
+                    [G4_TYPE_Q4_0] = mm_q4_0_rq##Z, [G4_TYPE_Q5_K] = mm_q5_K_rq##Z },       \
     .round_f16 = round_f16_x86,                                                             \
     .tb_k_bf16 = TB_K_BF16,                                                                 \
 }

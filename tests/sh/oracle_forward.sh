@@ -248,6 +248,7 @@ moe_add moe_q4_0_split   Q f32 5 $M26 --type q4_0 --experts 32 --experts-used 4 
 moe_add moe_iq4_nl       Q f32 5 $M26 --type iq4_nl --experts 32 --experts-used 4 --ff-exp 64
 moe_add moe_q4_k         Q f32 5 $M26W --ff 512 --type q4_k --experts 32 --experts-used 4 --ff-exp 256
 moe_add moe_q6_k_split   Q f32 5 $M26W --ff 512 --type q6_k --experts 32 --experts-used 4 --ff-exp 256 --moe-split --moe-scales
+moe_add moe_q5_k         Q f32 5 $M26W --ff 512 --type q5_k --experts 32 --experts-used 4 --ff-exp 256
 MOE_P=moe256; moe_add moe_q4_k_m_128 Q f32 5 $M26W --q4_k_m --experts 128 --experts-used 8 --ff-exp 96; MOE_P=
 moe_add moe_kv_f16       Q f16 5 $M26 --type q8_0 --experts 32 --experts-used 4 --ff-exp 64 --seed 4
 # with the E2B features too (PLE, KV sharing: layers 4.. run only the output rows)
