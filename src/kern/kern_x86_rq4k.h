@@ -264,8 +264,23 @@ static void mm_q4_K_grp_z(float *restrict y, size_t ldy, const uint8_t *restrict
 #define RQ16_PF (2 * RQ16_SB)
 #define RQ16_TG 8 /* tokens per pass of the gemv order: up to 4 with two chains per sub-block, 5 .. 8 with one */
 
+/* the 128 code bytes at src of 16 rows (wrb apart) -> 32 x 64 bytes at dst by rq_tr16: bytes
+ * 64 (16c + j) + 4r .. + 3 = row r's code bytes 64c + 4j .. + 3 (c < 2, j < 16: pair 2c + j / 8,
+ * group j % 8 of a Q4_K or Q5_K super-block's qs) */
+KINLINE void rq_codes_tr(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb) {
+    KUNROLL
+    for (int c = 0; c < 2; c++) {
+        __m512i R[16], T[16];
+        KUNROLL
+        for (int r = 0; r < 16; r++) R[r] = ld512(src + (size_t)r * wrb + 64 * c);
+        rq_tr16(R, T);
+        KUNROLL
+        for (int j = 0; j < 16; j++) _mm512_storeu_si512(dst + 64 * (16 * c + j), T[j]);
+    }
+}
+
 /* rows 0 .. 15 of src (row bytes wrb, nb super-blocks each) -> one tile at dst: each 64-byte
- * half of the codes by rq_tr16 (lane r = row r), d / dmin / scale dwords a row at a time */
+ * half of the codes by rq_codes_tr (lane r = row r), d / dmin / scale dwords a row at a time */
 static void rq16_repack_tile(uint8_t *restrict dst, const uint8_t *restrict src, size_t wrb, int64_t nb) {
     for (int64_t i = 0; i < nb; i++) {
         uint8_t *o = dst + (size_t)i * RQ16_SB;
@@ -277,15 +292,7 @@ static void rq16_repack_tile(uint8_t *restrict dst, const uint8_t *restrict src,
         }
         for (int r = 0; r < 16; r++) memcpy(o + 2 * r, &hd[r], 2), memcpy(o + 32 + 2 * r, (const uint8_t *)&hd[r] + 2, 2);
         memcpy(o + 64, sc, sizeof sc);
-        KUNROLL
-        for (int c = 0; c < 2; c++) { /* qs bytes 64c .. 64c + 63: dword j = pair 2c + j / 8, group j % 8 */
-            __m512i R[16], T[16];
-            KUNROLL
-            for (int r = 0; r < 16; r++) R[r] = ld512(src + (size_t)r * wrb + (size_t)i * 144 + 16 + 64 * c);
-            rq_tr16(R, T);
-            KUNROLL
-            for (int j = 0; j < 16; j++) _mm512_storeu_si512(o + 256 + 64 * (16 * c + j), T[j]);
-        }
+        rq_codes_tr(o + 256, src + (size_t)i * 144 + 16, wrb);
     }
 }
 
@@ -310,26 +317,34 @@ KINLINE void rq_store(float *restrict y, int64_t rt, int64_t r0, int64_t r1, __m
 #endif
 }
 
+/* the scale and min bytes of a Q4_K / Q5_K tile super-block's 16 rows at once (its dwords at
+ * p + 64 .. p + 255; ggml's kmask steps, per dword lane): SM[0] / SM[1] the scales of sub-blocks
+ * 0..3 / 4..7 as the bytes of each row's dword, SM[2] / SM[3] the mins */
+KINLINE void rq_scales_mins(const uint8_t *p, __m512i SM[4]) {
+    const __m512i k1 = _mm512_set1_epi32(0x3f3f3f3f), k2 = _mm512_set1_epi32(0x0f0f0f0f), k3 = _mm512_set1_epi32(0x03030303);
+    const __m512i U0 = ld512(p + 64), U1 = ld512(p + 128), U2 = ld512(p + 192);
+    SM[0] = _mm512_and_si512(U0, k1);
+    SM[1] = _mm512_or_si512(_mm512_and_si512(U2, k2), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(U0, 6), k3), 4));
+    SM[2] = _mm512_and_si512(U1, k1);
+    SM[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(U2, 4), k2),
+                            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(U1, 6), k3), 4));
+}
+
 /* ns repacked super-blocks at p (i0 .. of the rows) x T tokens (x: token 0's Q8_K row, xrb
  * apart); st[t]: token t's acc / accm lanes, carried over calls; pf: prefetch RQ16_PF ahead;
  * fresh: the state starts here (at super-block 0) */
 KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict x, size_t xrb, int64_t i0,
                       const int T, const int grp, float (*restrict st)[2][16], const int pf, const int fresh) {
     const __m512i zero = _mm512_setzero_si512(), m4 = _mm512_set1_epi8(0x0f), ff = _mm512_set1_epi32(0xff);
-    const __m512i k1 = _mm512_set1_epi32(0x3f3f3f3f), k2 = _mm512_set1_epi32(0x0f0f0f0f), k3 = _mm512_set1_epi32(0x03030303);
     const __m512i mlo = _mm512_broadcast_i32x4(_mm_setr_epi8(0, -1, 1, -1, 4, -1, 5, -1, 8, -1, 9, -1, 12, -1, 13, -1));
     const __m512i mhi = _mm512_broadcast_i32x4(_mm_setr_epi8(2, -1, 3, -1, 6, -1, 7, -1, 10, -1, 11, -1, 14, -1, 15, -1));
     for (int j = 0; j < ns; j++, p += RQ16_SB) {
         if (pf)
             for (int o = 0; o < RQ16_SB; o += 64) _mm_prefetch((const char *)p + RQ16_PF + o, KX_PF_HINT);
         const uint8_t *xb = x + (size_t)(i0 + j) * 292;
-        /* the scale and min bytes of 16 rows at once (ggml's kmask steps, per dword lane) */
-        const __m512i U0 = ld512(p + 64), U1 = ld512(p + 128), U2 = ld512(p + 192);
-        const __m512i S0 = _mm512_and_si512(U0, k1);
-        const __m512i S1 = _mm512_or_si512(_mm512_and_si512(U2, k2), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(U0, 6), k3), 4));
-        const __m512i M0 = _mm512_and_si512(U1, k1);
-        const __m512i M1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(U2, 4), k2),
-                                           _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(U1, 6), k3), 4));
+        __m512i SM[4]; /* S0, S1, M0, M1 */
+        rq_scales_mins(p, SM);
+        const __m512i S0 = SM[0], S1 = SM[1], M0 = SM[2], M1 = SM[3];
         const __m512 d = _mm512_cvtph_ps(ld256(p)), dm = _mm512_cvtph_ps(ld256(p + 32));
         int32_t bsw[RQ16_TG][4];
         float dat[RQ16_TG];

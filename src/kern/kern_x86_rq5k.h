@@ -1,6 +1,6 @@
 /* kern_x86_rq5k.h - Q5_K stored repacked in 16-row tiles (one row per i32 lane), for the zmm
  * tables. Included by kern_x86_tmpl.h in the AVX-512 build (KX_F512) after kern_x86_rq4k.h
- * (rq_tr16, rq_dp, rq_st, rq_store) and the row-major Q5_K kernels, whose bits it gives.
+ * (rq_codes_tr, rq_scales_mins, rq_dp, rq_st, rq_store) and the row-major Q5_K kernels, whose bits it gives.
  *
  * The float order is dot_q5_K_ggml's (llama.cpp's ggml_vec_dot_q5_K_q8_K, one order for one
  * column or many): per row and super-block, 8 i32 lanes, lane L holding
@@ -45,15 +45,7 @@ static void rq5_repack_tile(uint8_t *restrict dst, const uint8_t *restrict src, 
             for (int c = 0; c < 3; c++) memcpy(o + 64 + 64 * c + 4 * r, b + 4 + 4 * c, 4);
             for (int g = 0; g < 8; g++) memcpy(o + 256 + 64 * g + 4 * r, b + 16 + 4 * g, 4);
         }
-        KUNROLL
-        for (int c = 0; c < 2; c++) { /* qs bytes 64c .. 64c + 63: dword j = pair 2c + j / 8, group j % 8 */
-            __m512i R[16], T[16];
-            KUNROLL
-            for (int r = 0; r < 16; r++) R[r] = ld512(src + (size_t)r * wrb + (size_t)i * 176 + 48 + 64 * c);
-            rq_tr16(R, T);
-            KUNROLL
-            for (int j = 0; j < 16; j++) _mm512_storeu_si512(o + 768 + 64 * (16 * c + j), T[j]);
-        }
+        rq_codes_tr(o + 768, src + (size_t)i * 176 + 48, wrb);
     }
 }
 
@@ -81,7 +73,6 @@ KINLINE void rq5_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
                      const int T, float (*restrict st)[9][16], const int pf, const int fresh) {
     const __m512i zero = _mm512_setzero_si512(), m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
     const __m512i ff = _mm512_set1_epi32(0xff);
-    const __m512i k1 = _mm512_set1_epi32(0x3f3f3f3f), k2 = _mm512_set1_epi32(0x0f0f0f0f), k3 = _mm512_set1_epi32(0x03030303);
     const __m512i mlo = _mm512_broadcast_i32x4(_mm_setr_epi8(0, -1, 1, -1, 4, -1, 5, -1, 8, -1, 9, -1, 12, -1, 13, -1));
     const __m512i mhi = _mm512_broadcast_i32x4(_mm_setr_epi8(2, -1, 3, -1, 6, -1, 7, -1, 10, -1, 11, -1, 14, -1, 15, -1));
     for (int j = 0; j < ns; j++, p += RQ5_SB) {
@@ -89,13 +80,9 @@ KINLINE void rq5_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
             for (int o = 0; o < RQ5_SB; o += 64) _mm_prefetch((const char *)p + RQ5_PF + o, KX_PF_HINT);
         const uint8_t *xb = x + (size_t)(i0 + j) * 292;
         const int z = fresh && j == 0;
-        /* the scale and min bytes of 16 rows at once (ggml's kmask steps, per dword lane) */
-        const __m512i U0 = ld512(p + 64), U1 = ld512(p + 128), U2 = ld512(p + 192);
-        const __m512i S0 = _mm512_and_si512(U0, k1);
-        const __m512i S1 = _mm512_or_si512(_mm512_and_si512(U2, k2), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(U0, 6), k3), 4));
-        const __m512i M0 = _mm512_and_si512(U1, k1);
-        const __m512i M1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(U2, 4), k2),
-                                           _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(U1, 6), k3), 4));
+        __m512i SM[4]; /* S0, S1, M0, M1 */
+        rq_scales_mins(p, SM);
+        const __m512i S0 = SM[0], S1 = SM[1], M0 = SM[2], M1 = SM[3];
         /* sc[2k + h]: sub-block 2k + h's scale of each row in its dword's low word, a zero above
          * (vpdpwssd's exact multiplier of a dword that fits an i16) */
         __m512i sc[8];
@@ -157,43 +144,7 @@ static __attribute__((noinline)) void rq5_run_rt(const uint8_t *restrict p, int 
 #define RQ5_RUN(p, ns, x, xrb, i0, T, st, pf, fr) rq5_run(p, ns, x, xrb, i0, T, st, pf, fr)
 #endif
 
-/* the Q5_K matmul over repacked tiles (kern.h contract; w as rq5_repack left it). Rows
- * row0 .. row1 - 1 may cut tiles: a cut tile is computed whole and its rows in range stored. */
-static void mm_q5_K_rq_z(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes,
-                         const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
-    const uint8_t *x = xq;
-    const int64_t nb = n_in / 256;
-    _Alignas(64) float st[RQ5_TB][9][16];
-    for (int64_t rt = row0 & ~(int64_t)15; rt < row1; rt += 16) {
-        const uint8_t *tile = w + (size_t)rt * w_row_bytes;
-        const int64_t r0 = rt < row0 ? row0 : rt, r1 = rt + 16 < row1 ? rt + 16 : row1;
-        for (int tb = 0; tb < n_tok; tb += RQ5_TB) {
-            const int ntb = n_tok - tb < RQ5_TB ? n_tok - tb : RQ5_TB;
-            const uint8_t *xt = x + (size_t)tb * xq_row_bytes;
-            for (int64_t i0 = 0; i0 < nb; i0 += RQ5_SBC) {
-                const int ns = nb - i0 < RQ5_SBC ? (int)(nb - i0) : RQ5_SBC;
-                const uint8_t *p = tile + (size_t)i0 * RQ5_SB;
-                const int fr = i0 == 0;
-                for (int t = 0; t < ntb; t += RQ5_TG) {
-                    const uint8_t *xg = xt + (size_t)t * xq_row_bytes;
-                    const int pf = tb == 0 && t == 0;
-                    switch (ntb - t < RQ5_TG ? ntb - t : RQ5_TG) {
-                    case 4: RQ5_RUN(p, ns, xg, xq_row_bytes, i0, 4, st + t, pf, fr); break;
-                    case 3: RQ5_RUN(p, ns, xg, xq_row_bytes, i0, 3, st + t, pf, fr); break;
-                    case 2: RQ5_RUN(p, ns, xg, xq_row_bytes, i0, 2, st + t, pf, fr); break;
-                    default: RQ5_RUN(p, ns, xg, xq_row_bytes, i0, 1, st + t, pf, fr); break;
-                    }
-                }
-            }
-            for (int t = 0; t < ntb; t++) {
-                __m512 a[8];
-                KUNROLL
-                for (int L = 0; L < 8; L++) a[L] = _mm512_load_ps(st[t][L]);
-                /* hsum_ps's order on each row's 8 lanes, then the min chain */
-                const __m512 v = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
-                                               _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
-                rq_store(y + (size_t)(tb + t) * ldy, rt, r0, r1, _mm512_add_ps(v, _mm512_load_ps(st[t][8])));
-            }
-        }
-    }
-}
+/* the Q5_K matmul over repacked tiles (kern.h contract; w as rq5_repack left it): lanes 0..7
+ * and the min chain (lane 8) */
+_Static_assert(RQ5_TG == 4, "DEF_MM_RQ_LANES passes up to 4 tokens");
+DEF_MM_RQ_LANES(mm_q5_K_rq_z, RQ5_RUN, RQ5_SB, RQ5_SBC, RQ5_TB, 9)

@@ -170,43 +170,51 @@ static __attribute__((noinline)) void rq6_run_rt(const uint8_t *restrict p, int 
 #define RQ6_RUN(p, ns, x, xrb, i0, T, st, pf, fr) rq6_run(p, ns, x, xrb, i0, T, st, pf, fr)
 #endif
 
-/* the Q6_K matmul over repacked tiles (kern.h contract; w as rq6_repack left it). Rows
- * row0 .. row1 - 1 may cut tiles: a cut tile is computed whole and its rows in range stored. */
-static void mm_q6_K_rq_z(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes,
-                         const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1, int n_tok) {
-    const uint8_t *x = xq;
-    const int64_t nb = n_in / 256;
-    _Alignas(64) float st[RQ6_TB][8][16];
-    for (int64_t rt = row0 & ~(int64_t)15; rt < row1; rt += 16) {
-        const uint8_t *tile = w + (size_t)rt * w_row_bytes;
-        const int64_t r0 = rt < row0 ? row0 : rt, r1 = rt + 16 < row1 ? rt + 16 : row1;
-        for (int tb = 0; tb < n_tok; tb += RQ6_TB) {
-            const int ntb = n_tok - tb < RQ6_TB ? n_tok - tb : RQ6_TB;
-            const uint8_t *xt = x + (size_t)tb * xq_row_bytes;
-            for (int64_t i0 = 0; i0 < nb; i0 += RQ6_SBC) {
-                const int ns = nb - i0 < RQ6_SBC ? (int)(nb - i0) : RQ6_SBC;
-                const uint8_t *p = tile + (size_t)i0 * RQ6_SB;
-                const int fr = i0 == 0;
-                for (int t = 0; t < ntb; t += RQ6_TG) {
-                    const uint8_t *xg = xt + (size_t)t * xq_row_bytes;
-                    const int pf = tb == 0 && t == 0;
-                    switch (ntb - t < RQ6_TG ? ntb - t : RQ6_TG) {
-                    case 4: RQ6_RUN(p, ns, xg, xq_row_bytes, i0, 4, st + t, pf, fr); break;
-                    case 3: RQ6_RUN(p, ns, xg, xq_row_bytes, i0, 3, st + t, pf, fr); break;
-                    case 2: RQ6_RUN(p, ns, xg, xq_row_bytes, i0, 2, st + t, pf, fr); break;
-                    default: RQ6_RUN(p, ns, xg, xq_row_bytes, i0, 1, st + t, pf, fr); break;
-                    }
-                }
-            }
-            for (int t = 0; t < ntb; t++) {
-                __m512 a[8];
-                KUNROLL
-                for (int L = 0; L < 8; L++) a[L] = _mm512_load_ps(st[t][L]);
-                /* hsum_ps's order on each row's 8 lanes */
-                const __m512 v = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
-                                               _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
-                rq_store(y + (size_t)(tb + t) * ldy, rt, r0, r1, v);
-            }
-        }
+/* A matmul over repacked tiles whose state is 8 f32 lanes per row and token, summed at the end
+ * in hsum_ps's order, then a min chain in lane 8 added where NL = 9 (kern.h contract): its RUN
+ * over chunks of SBC super-blocks of SB bytes, passes of up to 4 tokens, blocks of TB tokens (the
+ * chunk's tiles stay in L1/L2 for the block's passes). Rows row0 .. row1 - 1 may cut tiles: a
+ * cut tile is computed whole and its rows in range stored. Q6_K here, Q5_K (kern_x86_rq5k.h). */
+#define DEF_MM_RQ_LANES(name, RUN, SB, SBC, TB, NL)                                                    \
+    static void name(float *restrict y, size_t ldy, const uint8_t *restrict w, size_t w_row_bytes,     \
+                     const void *restrict xq, size_t xq_row_bytes, int64_t n_in, int64_t row0, int64_t row1, \
+                     int n_tok) {                                                                       \
+        const uint8_t *x = xq;                                                                         \
+        const int64_t nb = n_in / 256;                                                                 \
+        _Alignas(64) float st[TB][NL][16];                                                             \
+        for (int64_t rt = row0 & ~(int64_t)15; rt < row1; rt += 16) {                                  \
+            const uint8_t *tile = w + (size_t)rt * w_row_bytes;                                        \
+            const int64_t r0 = rt < row0 ? row0 : rt, r1 = rt + 16 < row1 ? rt + 16 : row1;           \
+            for (int tb = 0; tb < n_tok; tb += TB) {                                                   \
+                const int ntb = n_tok - tb < TB ? n_tok - tb : TB;                                     \
+                const uint8_t *xt = x + (size_t)tb * xq_row_bytes;                                     \
+                for (int64_t i0 = 0; i0 < nb; i0 += SBC) {                                             \
+                    const int ns = nb - i0 < SBC ? (int)(nb - i0) : SBC;                               \
+                    const uint8_t *p = tile + (size_t)i0 * SB;                                         \
+                    const int fr = i0 == 0;                                                            \
+                    for (int t = 0; t < ntb; t += 4) {                                                 \
+                        const uint8_t *xg = xt + (size_t)t * xq_row_bytes;                             \
+                        const int pf = tb == 0 && t == 0;                                              \
+                        switch (ntb - t < 4 ? ntb - t : 4) {                                           \
+                        case 4: RUN(p, ns, xg, xq_row_bytes, i0, 4, st + t, pf, fr); break;            \
+                        case 3: RUN(p, ns, xg, xq_row_bytes, i0, 3, st + t, pf, fr); break;            \
+                        case 2: RUN(p, ns, xg, xq_row_bytes, i0, 2, st + t, pf, fr); break;            \
+                        default: RUN(p, ns, xg, xq_row_bytes, i0, 1, st + t, pf, fr); break;           \
+                        }                                                                              \
+                    }                                                                                  \
+                }                                                                                      \
+                for (int t = 0; t < ntb; t++) {                                                        \
+                    __m512 a[8];                                                                       \
+                    KUNROLL                                                                            \
+                    for (int L = 0; L < 8; L++) a[L] = _mm512_load_ps(st[t][L]);                      \
+                    /* hsum_ps's order on each row's 8 lanes */                                        \
+                    __m512 v = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])), \
+                                             _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7]))); \
+                    if ((NL) > 8) v = _mm512_add_ps(v, _mm512_load_ps(st[t][(NL) - 1]));              \
+                    rq_store(y + (size_t)(tb + t) * ldy, rt, r0, r1, v);                               \
+                }                                                                                      \
+            }                                                                                          \
+        }                                                                                              \
     }
-}
+_Static_assert(RQ6_TG == 4, "DEF_MM_RQ_LANES passes up to 4 tokens");
+DEF_MM_RQ_LANES(mm_q6_K_rq_z, RQ6_RUN, RQ6_SB, RQ6_SBC, RQ6_TB, 8)
