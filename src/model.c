@@ -586,9 +586,10 @@ static int rq_candidate(const g4_model *m, const g4_tensor *t) {
     if (t == m->token_embd && (m->output || !kern_rq_block(t->type))) return 0;
     if (t->type == G4_TYPE_Q4_K) return m->kern->repack_q4_K != NULL;
     if (t->type == G4_TYPE_Q6_K) return m->kern->repack_q6_K && m->kern->matmul_rq6;
-    if (t->type == G4_TYPE_Q8_0 || t->type == G4_TYPE_Q5_0 || t->type == G4_TYPE_Q4_0)
-        return m->kern->repack_b32[t->type] && m->kern->matmul_rqb[t->type] && t->ne[0] <= 32768;
-    if (t->type == G4_TYPE_Q5_K) return m->kern->repack_b32[t->type] && m->kern->matmul_rqb[t->type];
+    /* the per-type repacks (Q8_0, Q5_0, Q4_0, Q5_K); 32-element blocks in rows of at most 32768
+     * (a call's corrections for one token: kern_x86_rqb32.h RQB_NB) */
+    if (t->type < G4_TYPE_COUNT && m->kern->repack_b32[t->type] && m->kern->matmul_rqb[t->type])
+        return quant_traits(t->type)->blck != 32 || t->ne[0] <= 32768;
     return 0;
 }
 

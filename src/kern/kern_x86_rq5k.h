@@ -80,15 +80,18 @@ KINLINE void rq5_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
             for (int o = 0; o < RQ5_SB; o += 64) _mm_prefetch((const char *)p + RQ5_PF + o, KX_PF_HINT);
         const uint8_t *xb = x + (size_t)(i0 + j) * 292;
         const int z = fresh && j == 0;
-        __m512i SM[4]; /* S0, S1, M0, M1 */
+        __m512i SM[4]; /* the scales of sub-blocks 0..3, 4..7, then the mins */
         rq_scales_mins(p, SM);
-        const __m512i S0 = SM[0], S1 = SM[1], M0 = SM[2], M1 = SM[3];
         /* sc[2k + h]: sub-block 2k + h's scale of each row in its dword's low word, a zero above
          * (vpdpwssd's exact multiplier of a dword that fits an i16) */
         __m512i sc[8];
         RQ5_UNROLL
-        for (int s = 0; s < 8; s++) sc[s] = _mm512_and_si512(_mm512_srli_epi32(s < 4 ? S0 : S1, 8 * (s & 3)), ff);
+        for (int s = 0; s < 8; s++) sc[s] = _mm512_and_si512(_mm512_srli_epi32(SM[s >> 2], 8 * (s & 3)), ff);
         const __m512 d = _mm512_cvtph_ps(ld256(p)), dm = _mm512_cvtph_ps(ld256(p + 32));
+        /* (m(2k), m(2k + 1)) of each row as two i16, for vpmaddwd with a token's sub-block sums */
+        __m512i mn[4];
+        RQ5_UNROLL
+        for (int k = 0; k < 4; k++) mn[k] = _mm512_shuffle_epi8(SM[2 + (k >> 1)], (k & 1) ? mhi : mlo);
         __m512 dd[RQ5_TG];
         RQ5_UNROLL
         for (int t = 0; t < T; t++) {
@@ -97,12 +100,10 @@ KINLINE void rq5_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
             float da;
             q4k_bsw(a, bsw, &da);
             dd[t] = _mm512_mul_ps(d, _mm512_set1_ps(da));
-            /* imin: (m(2k), m(2k + 1)) of each row times the token's sub-block sums, exactly */
-            __m512i im = _mm512_madd_epi16(_mm512_shuffle_epi8(M0, mlo), _mm512_set1_epi32(bsw[0]));
+            /* imin: the rows' mins times the token's sub-block sums, exactly */
+            __m512i im = _mm512_madd_epi16(mn[0], _mm512_set1_epi32(bsw[0]));
             RQ5_UNROLL
-            for (int k = 1; k < 4; k++)
-                im = _mm512_add_epi32(im, _mm512_madd_epi16(_mm512_shuffle_epi8(k < 2 ? M0 : M1, (k & 1) ? mhi : mlo),
-                                                            _mm512_set1_epi32(bsw[k])));
+            for (int k = 1; k < 4; k++) im = _mm512_add_epi32(im, _mm512_madd_epi16(mn[k], _mm512_set1_epi32(bsw[k])));
             /* -(da * dmin): the sign bit flipped, as C's negation (0 - v would give +0 for +0) */
             const __m512 ndm = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(_mm512_mul_ps(dm, _mm512_set1_ps(da))),
                                                                     _mm512_set1_epi32(INT32_MIN)));
