@@ -289,9 +289,11 @@ static void column_splits(const g4_kern *k) {
  * each of the n_ord float orders, rq[o] on the repacked bytes gives ref[o]'s bits on the rows,
  * for token counts across the passes' token groups and blocks and row ranges that cut tiles,
  * on gaussian and random blocks; for Q6_K and Q4_0, kern_q6_K_rq_block / kern_q4_0_rq_block read
- * every row's blocks back */
+ * every row's blocks back. one_col (a type of one order for one column or many: Q6_K): the
+ * reference is ref one token at a time (its one-token kernel), and ref on all the tokens at once
+ * (its token-group kernel) must give the same bits too */
 static void check_repacked(const g4_kern *k, uint32_t type, kern_repack_fn repack, int n_ord, const g4_matmul_fn *ref,
-                           const g4_matmul_fn *rq, uint64_t s) {
+                           const g4_matmul_fn *rq, uint64_t s, const int one_col) {
     const char *tn = quant_traits(type)->name;
     enum { NO = 48, NT = 70 };
     /* 32-element blocks: one block, the 26B-A4B expert and shared down widths, rows whose
@@ -327,7 +329,7 @@ static void check_repacked(const g4_kern *k, uint32_t type, kern_repack_fn repac
                     }
                 T_CHECKF(back == 0, "%s: %s repacked, n_in %lld: %d blocks read back differ", k->name, tn, (long long)n_in, back);
             }
-            int bad = 0, runs = 0;
+            int bad = 0, runs = 0, bad_multi = 0;
             for (int o = 0; o < n_ord; o++)
                 for (int ti = 0; ti < (int)(sizeof NTOK / sizeof NTOK[0]); ti++)
                     for (int ri = 0; ri < 5; ri++) {
@@ -335,13 +337,23 @@ static void check_repacked(const g4_kern *k, uint32_t type, kern_repack_fn repac
                         const int64_t r0 = RANGE[ri][0], r1 = RANGE[ri][1];
                         memset(y0, 0xa5, NO * NT * sizeof *y0);
                         memset(y1, 0xa5, NO * NT * sizeof *y1);
-                        ref[o](y0, NO, w, wrb, xq, xrb, n_in, r0, r1, nt);
+                        if (one_col)
+                            for (int t = 0; t < nt; t++) ref[o](y0 + (size_t)t * NO, NO, w, wrb, xq + (size_t)t * xrb, xrb, n_in, r0, r1, 1);
+                        else
+                            ref[o](y0, NO, w, wrb, xq, xrb, n_in, r0, r1, nt);
                         rq[o](y1, NO, wp, wrb, xq, xrb, n_in, r0, r1, nt);
                         bad += memcmp(y0, y1, NO * (size_t)nt * sizeof *y0) != 0;
+                        if (one_col) {
+                            memset(y1, 0xa5, NO * NT * sizeof *y1);
+                            ref[o](y1, NO, w, wrb, xq, xrb, n_in, r0, r1, nt);
+                            bad_multi += memcmp(y0, y1, NO * (size_t)nt * sizeof *y0) != 0;
+                        }
                         runs++;
                     }
             T_CHECKF(bad == 0, "%s: %s repacked, n_in %lld, %s blocks: %d of %d calls differ from the row-major kernels",
                      k->name, tn, (long long)n_in, mode ? "random" : "gaussian", bad, runs);
+            T_CHECKF(bad_multi == 0, "%s: %s as stored, n_in %lld, %s blocks: %d of %d calls on all tokens differ from one token at a time",
+                     k->name, tn, (long long)n_in, mode ? "random" : "gaussian", bad_multi, runs);
             free(w); free(wp); free(xq); free(x); free(y0); free(y1);
         }
 }
@@ -354,12 +366,12 @@ static void repacked(const g4_kern *k) {
                  "%s: repack_q4_K without its kernels", k->name);
         const g4_matmul_fn ref[2] = { k->matmul[G4_TYPE_Q4_K], k->matmul_grp[G4_TYPE_Q4_K] };
         if (ref[0] && ref[1] && k->matmul_rq[0] && k->matmul_rq[1])
-            check_repacked(k, G4_TYPE_Q4_K, k->repack_q4_K, 2, ref, k->matmul_rq, 7);
+            check_repacked(k, G4_TYPE_Q4_K, k->repack_q4_K, 2, ref, k->matmul_rq, 7, 0);
     }
     if (k->repack_q6_K) {
         T_CHECKF(k->matmul_rq6 && k->matmul[G4_TYPE_Q6_K], "%s: repack_q6_K without its kernel", k->name);
         const g4_matmul_fn ref = k->matmul[G4_TYPE_Q6_K], rq = k->matmul_rq6;
-        if (ref && rq) check_repacked(k, G4_TYPE_Q6_K, k->repack_q6_K, 1, &ref, &rq, 11);
+        if (ref && rq) check_repacked(k, G4_TYPE_Q6_K, k->repack_q6_K, 1, &ref, &rq, 11, 1);
     }
     static const uint32_t B32[] = { G4_TYPE_Q8_0, G4_TYPE_Q5_0, G4_TYPE_Q4_0, G4_TYPE_Q5_K };
     for (int i = 0; i < (int)(sizeof B32 / sizeof B32[0]); i++) {
@@ -367,7 +379,7 @@ static void repacked(const g4_kern *k) {
         if (!k->repack_b32[ty]) continue;
         T_CHECKF(k->matmul_rqb[ty] && k->matmul[ty], "%s: repack_b32[%s] without its kernel", k->name, quant_traits(ty)->name);
         const g4_matmul_fn ref = k->matmul[ty], rq = k->matmul_rqb[ty];
-        if (ref && rq) check_repacked(k, ty, k->repack_b32[ty], 1, &ref, &rq, 13 + (uint64_t)i);
+        if (ref && rq) check_repacked(k, ty, k->repack_b32[ty], 1, &ref, &rq, 13 + (uint64_t)i, 0);
     }
 }
 

@@ -25,9 +25,13 @@
 #define RQ6_SB 3360
 #define RQ6_PF (2 * RQ6_SB) /* prefetch lead of the first token group's pass (as RQ16_PF: 3 -> 2
                              * super-blocks, 31.4-34.2 -> 32.7-36.5 GB/s) */
-/* A line's prefetch is issued next to its load, not all 53 at the super-block's start: Zen 5,
- * one thread, the LM head from DRAM against a load-sum in the same process (5 alternating runs
- * of 11): 1536 wide 96-97% -> 105-109%, 2816 wide 95-103% -> 99-106% */
+/* The lines are prefetched half a super-block at a time, 26 at each half's start (lanes 0-3,
+ * 4-7), not each next to its load nor all 53 at the super-block's start. Zen 5, the LM head 1536
+ * x 262144 from DRAM against the row-major kernel on the same matrix, alternating in one process
+ * (4 runs of 5, a window where 2 threads read barely more than 1): next to each load 0.88-0.97 of
+ * it on 1 thread and 0.73-0.78 on 2 (the tiles' 2-thread rate stuck at their 1-thread one),
+ * all at the start 0.92-0.97 and 0.92-1.00, by halves 0.96-0.99 and 0.86-0.96 (next to each
+ * load had replaced all at the start on 1-thread runs: 96-97% -> 105-109% of a load-sum) */
 KINLINE void rq6_pf(const uint8_t *q, int pf) {
     if (pf) _mm_prefetch((const char *)q + RQ6_PF, KX_PF_HINT);
 }
@@ -98,10 +102,9 @@ KINLINE void rq6_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
     /* bits 0-3 of a, 4-7 of b (vpternlogd 0xe4: m4 ? a : b, bit by bit) */
 #define RQ6_SEL(a, b) _mm512_ternarylogic_epi32(a, b, m4, 0xe4)
     for (int j = 0; j < ns; j++, p += RQ6_SB) {
-        /* the d fields and the scale lines here, each code line with its load below: the 53
-         * lines of [p, p + RQ6_SB) whatever p's alignment */
+        /* the d fields' line here, lines 26h .. 26h + 25 at half h's start: the 53 lines of
+         * [p, p + RQ6_SB) whatever p's alignment */
         rq6_pf(p + 3328, pf);
-        for (int k = 48; k < 52; k++) rq6_pf(p + 64 * k, pf);
         const uint8_t *xb = x + (size_t)(i0 + j) * 292;
         const __m512 d = _mm512_cvtph_ps(ld256(p + 3328));
         __m512 dd[RQ6_TG];
@@ -109,6 +112,7 @@ KINLINE void rq6_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
         for (int t = 0; t < T; t++) dd[t] = _mm512_mul_ps(d, _mm512_set1_ps(rdf(xb + t * xrb)));
         RQ6_UNROLL
         for (int h = 0; h < 2; h++) { /* lanes 4h .. 4h + 3: the scales of groups 2jj + h */
+            for (int k = 26 * h; k < 26 * h + 26; k++) rq6_pf(p + 64 * k, pf);
             __m512i S[8];
             RQ6_UNROLL
             for (int jj = 0; jj < 8; jj++) {
@@ -127,9 +131,6 @@ KINLINE void rq6_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
                 for (int c = 0; c < 2; c++) {
                     const __m512i QL0 = ld512(p + 64 * (16 * c + L)), QL1 = ld512(p + 64 * (16 * c + 8 + L));
                     const __m512i QH = ld512(p + 64 * (32 + 8 * c + L));
-                    rq6_pf(p + 64 * (16 * c + L), pf);
-                    rq6_pf(p + 64 * (16 * c + 8 + L), pf);
-                    rq6_pf(p + 64 * (32 + 8 * c + L), pf);
                     /* code k = low nibble | qh field k << 4: the fields 0, 2 and 1, 3 apart, so
                      * that each shift leaves zeros in bits 6-7 (the next byte's bits that move
                      * in land in bits 0-3, which the bit-select takes from the low nibbles) */
