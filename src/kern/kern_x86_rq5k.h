@@ -28,8 +28,9 @@
  * in the same bytes as the 16 rows (tile j where rows 16j .. 16j + 15 were). */
 #define RQ5_SB 2816
 #ifndef RQ5_PF
-#define RQ5_PF (2 * RQ5_SB) /* prefetch lead of the first token group's pass (as RQ16_PF; each line
-                               * prefetched next to its load, as rq6_pf, measured the same) */
+#define RQ5_PF (2 * RQ5_SB) /* prefetch lead of the first token group's pass (as RQ16_PF), every
+                               * line at the super-block's start (each line next to its load, as
+                               * rq6_run did before 5b94b1e, measured the same on 1 thread) */
 #endif
 #define RQ5_TG 4  /* tokens per pass */
 #define RQ5_SBC 4 /* super-blocks per chunk: a chunk's tiles stay in L1/L2 for the block's tokens */
