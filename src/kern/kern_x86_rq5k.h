@@ -28,9 +28,12 @@
  * in the same bytes as the 16 rows (tile j where rows 16j .. 16j + 15 were). */
 #define RQ5_SB 2816
 #ifndef RQ5_PF
-#define RQ5_PF (2 * RQ5_SB) /* prefetch lead of the first token group's pass (as RQ16_PF), every
-                               * line at the super-block's start (each line next to its load, as
-                               * rq6_run did before 5b94b1e, measured the same on 1 thread) */
+#define RQ5_PF (2 * RQ5_SB) /* prefetch lead of the first token group's pass (as RQ16_PF); the
+                               * lines half a super-block at a time, at lane groups 0 and 4 (as
+                               * rq6_run's halves; all at the super-block's start: Zen 5, the LM
+                               * head from DRAM against the row-major kernel in one process, 3
+                               * runs of 5, 0.93-0.94 -> 0.95-0.98 of it on 1 thread, 2 the same;
+                               * each line next to its load had measured as all at the start) */
 #endif
 #define RQ5_TG 4  /* tokens per pass */
 #define RQ5_SBC 4 /* super-blocks per chunk: a chunk's tiles stay in L1/L2 for the block's tokens */
@@ -77,8 +80,8 @@ KINLINE void rq5_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
     const __m512i mlo = _mm512_broadcast_i32x4(_mm_setr_epi8(0, -1, 1, -1, 4, -1, 5, -1, 8, -1, 9, -1, 12, -1, 13, -1));
     const __m512i mhi = _mm512_broadcast_i32x4(_mm_setr_epi8(2, -1, 3, -1, 6, -1, 7, -1, 10, -1, 11, -1, 14, -1, 15, -1));
     for (int j = 0; j < ns; j++, p += RQ5_SB) {
-        if (pf)
-            for (int o = 0; o < RQ5_SB; o += 64) _mm_prefetch((const char *)p + RQ5_PF + o, KX_PF_HINT);
+        if (pf) /* the first half's lines; the second's at lane group 4 below */
+            for (int o = 0; o < RQ5_SB / 2; o += 64) _mm_prefetch((const char *)p + RQ5_PF + o, KX_PF_HINT);
         const uint8_t *xb = x + (size_t)(i0 + j) * 292;
         const int z = fresh && j == 0;
         __m512i SM[4]; /* the scales of sub-blocks 0..3, 4..7, then the mins */
@@ -111,6 +114,8 @@ KINLINE void rq5_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
             _mm512_store_ps(st[t][8], _mm512_fmadd_ps(ndm, _mm512_cvtepi32_ps(im), rq_st(st[t][8], z)));
         }
         for (int g = 0; g < 8; g++) { /* rolled: lane g of every row and token */
+            if (pf && g == 4)
+                for (int o = RQ5_SB / 2; o < RQ5_SB; o += 64) _mm_prefetch((const char *)p + RQ5_PF + o, KX_PF_HINT);
             const __m512i QH = ld512(p + 256 + 64 * g);
             __m512i acc[RQ5_TG];
             RQ5_UNROLL
