@@ -105,6 +105,12 @@ static void rq4k_pack(const uint8_t *const *wr, size_t off, rq4k_sb *restrict o)
     }
 }
 
+/* the weight lines at p + o for o = o0, o0 + 64, .. < o1 prefetched (KX_PF_HINT): the tiles'
+ * stream, p already their lead ahead */
+KINLINE void rq_pf_lines(const uint8_t *p, int o0, int o1) {
+    for (int o = o0; o < o1; o += 64) _mm_prefetch((const char *)p + o, KX_PF_HINT);
+}
+
 /* acc += vpdpbusd(w, the dword at p broadcast), the broadcast as the instruction's memory
  * operand (GCC 12 does not fold _mm512_set1_epi32 of a load into it) */
 KINLINE __m512i rq_dp(__m512i acc, __m512i w, const uint8_t *p) {
@@ -340,7 +346,7 @@ KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict
     const __m512i mhi = _mm512_broadcast_i32x4(_mm_setr_epi8(2, -1, 3, -1, 6, -1, 7, -1, 10, -1, 11, -1, 14, -1, 15, -1));
     for (int j = 0; j < ns; j++, p += RQ16_SB) {
         if (pf)
-            for (int o = 0; o < RQ16_SB; o += 64) _mm_prefetch((const char *)p + RQ16_PF + o, KX_PF_HINT);
+            rq_pf_lines(p + RQ16_PF, 0, RQ16_SB);
         const uint8_t *xb = x + (size_t)(i0 + j) * 292;
         __m512i SM[4]; /* S0, S1, M0, M1 */
         rq_scales_mins(p, SM);

@@ -81,7 +81,7 @@ KINLINE void rq5_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
     const __m512i mhi = _mm512_broadcast_i32x4(_mm_setr_epi8(2, -1, 3, -1, 6, -1, 7, -1, 10, -1, 11, -1, 14, -1, 15, -1));
     for (int j = 0; j < ns; j++, p += RQ5_SB) {
         if (pf) /* the first half's lines; the second's at lane group 4 below */
-            for (int o = 0; o < RQ5_SB / 2; o += 64) _mm_prefetch((const char *)p + RQ5_PF + o, KX_PF_HINT);
+            rq_pf_lines(p + RQ5_PF, 0, RQ5_SB / 2);
         const uint8_t *xb = x + (size_t)(i0 + j) * 292;
         const int z = fresh && j == 0;
         __m512i SM[4]; /* the scales of sub-blocks 0..3, 4..7, then the mins */
@@ -115,7 +115,7 @@ KINLINE void rq5_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
         }
         for (int g = 0; g < 8; g++) { /* rolled: lane g of every row and token */
             if (pf && g == 4)
-                for (int o = RQ5_SB / 2; o < RQ5_SB; o += 64) _mm_prefetch((const char *)p + RQ5_PF + o, KX_PF_HINT);
+                rq_pf_lines(p + RQ5_PF, RQ5_SB / 2, RQ5_SB);
             const __m512i QH = ld512(p + 256 + 64 * g);
             __m512i acc[RQ5_TG];
             RQ5_UNROLL

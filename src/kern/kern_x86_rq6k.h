@@ -32,9 +32,6 @@
  * it on 1 thread and 0.73-0.78 on 2 (the tiles' 2-thread rate stuck at their 1-thread one),
  * all at the start 0.92-0.97 and 0.92-1.00, by halves 0.96-0.99 and 0.86-0.96 (next to each
  * load had replaced all at the start on 1-thread runs: 96-97% -> 105-109% of a load-sum) */
-KINLINE void rq6_pf(const uint8_t *q, int pf) {
-    if (pf) _mm_prefetch((const char *)q + RQ6_PF, KX_PF_HINT);
-}
 #define RQ6_TG 4            /* tokens per pass */
 #define RQ6_SBC 4           /* super-blocks per chunk: a chunk's tiles stay in L1 for the block's tokens */
 #define RQ6_TB 32           /* tokens per block (16 KB of state) */
@@ -104,7 +101,7 @@ KINLINE void rq6_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
     for (int j = 0; j < ns; j++, p += RQ6_SB) {
         /* the d fields' line here, lines 26h .. 26h + 25 at half h's start: the 53 lines of
          * [p, p + RQ6_SB) whatever p's alignment */
-        rq6_pf(p + 3328, pf);
+        if (pf) rq_pf_lines(p + RQ6_PF, 3328, 3329);
         const uint8_t *xb = x + (size_t)(i0 + j) * 292;
         const __m512 d = _mm512_cvtph_ps(ld256(p + 3328));
         __m512 dd[RQ6_TG];
@@ -112,7 +109,7 @@ KINLINE void rq6_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
         for (int t = 0; t < T; t++) dd[t] = _mm512_mul_ps(d, _mm512_set1_ps(rdf(xb + t * xrb)));
         RQ6_UNROLL
         for (int h = 0; h < 2; h++) { /* lanes 4h .. 4h + 3: the scales of groups 2jj + h */
-            for (int k = 26 * h; k < 26 * h + 26; k++) rq6_pf(p + 64 * k, pf);
+            if (pf) rq_pf_lines(p + RQ6_PF, 64 * 26 * h, 64 * (26 * h + 26));
             __m512i S[8];
             RQ6_UNROLL
             for (int jj = 0; jj < 8; jj++) {

@@ -133,7 +133,7 @@ KINLINE __m512i rqb_codes_q5_0(const uint8_t *blk, int L) {
             for (int L = 0; L < 8; L++) acc[t][L] = _mm512_setzero_ps();                              \
         for (int64_t i = 0; i < nb; i++, p += 16 * (bb)) {                                             \
             if (pf)                                                                                    \
-                for (int o = 0; o < 16 * (bb); o += 64) _mm_prefetch((const char *)p + RQB_PF + o, KX_PF_HINT); \
+                rq_pf_lines(p + RQB_PF, 0, 16 * (bb));                                                \
             const __m512 dw = _mm512_cvtph_ps(ld256(p + 16 * ((bb) - 2)));                             \
             __m512 dd[RQB_TG];                                                                         \
             RQB_UNROLL                                                                                    \
@@ -173,7 +173,7 @@ KINLINE void rqb_tile_q4_0(const uint8_t *restrict p, int64_t nb, const uint8_t 
     for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; i++, p += 16 * 18) {
         if (pf)
-            for (int o = 0; o < 16 * 18; o += 64) _mm_prefetch((const char *)p + RQB_PF + o, KX_PF_HINT);
+            rq_pf_lines(p + RQB_PF, 0, 16 * 18);
         const __m512 dw = _mm512_cvtph_ps(ld256(p + 256));
         __m512i u[8];
         RQB_UNROLL
