@@ -263,11 +263,16 @@ static void mm_q4_K_grp_z(float *restrict y, size_t ldy, const uint8_t *restrict
  * super-block acc = fma(isum, dw * da, acc), accm = fma(imin, dmin * da, accm)), grp = 1 the
  * 4-column gemm (the same per pair of sub-blocks); y = acc - accm. */
 #define RQ16_SB 2304
-/* prefetch lead of the first token group's pass: two super-blocks (non-temporal, KX_PF_HINT).
- * Zen 5, one thread, 100 DRAM-resident 1536 x 6144 matrices in huge pages (as a model's), 1
- * token, 3 alternating runs: 4 super-blocks 32.1-36.5 GB/s, 2: 36.8-38.4, 1: 31-32; T0 or T1
- * hints at 2 / 4 / 8 no better (T1 slower) */
-#define RQ16_PF (2 * RQ16_SB)
+/* prefetch lead of the first token group's pass: three super-blocks (non-temporal, KX_PF_HINT),
+ * a quarter super-block (9 lines) at the start of each of its four code pairs. Zen 5, one thread,
+ * 100 DRAM-resident 1536 x 6144 matrices in huge pages (as a model's), 1 token, against the
+ * row-major kernel on the same matrices in one process, 3 alternating runs of 3: all 36 lines
+ * at the super-block's start 2 super-blocks ahead 0.92-0.97 of it, by quarters 0.98-1.00 (2
+ * ahead) and 1.00-1.02 (3 ahead; 4 ahead 0.97-0.98, by eighths 0.93-0.96); the LM head 1536 x
+ * 262144: 37.3-37.8 -> 41.1-41.5 GB/s on 1 thread, 2 threads the same. (Before: all lines at
+ * the start, 4 super-blocks ahead 32.1-36.5 GB/s, 2: 36.8-38.4, 1: 31-32; T0 or T1 hints no
+ * better) */
+#define RQ16_PF (3 * RQ16_SB)
 #define RQ16_TG 8 /* tokens per pass of the gemv order: up to 4 with two chains per sub-block, 5 .. 8 with one */
 
 /* the 128 code bytes at src of 16 rows (wrb apart) -> 32 x 64 bytes at dst by rq_tr16: bytes
@@ -345,8 +350,6 @@ KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict
     const __m512i mlo = _mm512_broadcast_i32x4(_mm_setr_epi8(0, -1, 1, -1, 4, -1, 5, -1, 8, -1, 9, -1, 12, -1, 13, -1));
     const __m512i mhi = _mm512_broadcast_i32x4(_mm_setr_epi8(2, -1, 3, -1, 6, -1, 7, -1, 10, -1, 11, -1, 14, -1, 15, -1));
     for (int j = 0; j < ns; j++, p += RQ16_SB) {
-        if (pf)
-            rq_pf_lines(p + RQ16_PF, 0, RQ16_SB);
         const uint8_t *xb = x + (size_t)(i0 + j) * 292;
         __m512i SM[4]; /* S0, S1, M0, M1 */
         rq_scales_mins(p, SM);
@@ -365,6 +368,7 @@ KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict
         __m512i isb[RQ16_TG];
         KUNROLL
         for (int k = 0; k < 4; k++) {
+            if (pf) rq_pf_lines(p + RQ16_PF, 576 * k, 576 * k + 576); /* 2304 / 4: lines 9k .. 9k + 8 */
             const __m512i S = k < 2 ? S0 : S1;
             const __m512i sa = _mm512_and_si512(_mm512_srli_epi32(S, 16 * (k & 1)), ff);
             const __m512i sb = _mm512_and_si512(_mm512_srli_epi32(S, 16 * (k & 1) + 8), ff);
