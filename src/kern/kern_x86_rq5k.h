@@ -28,12 +28,14 @@
  * in the same bytes as the 16 rows (tile j where rows 16j .. 16j + 15 were). */
 #define RQ5_SB 2816
 #ifndef RQ5_PF
-#define RQ5_PF (2 * RQ5_SB) /* prefetch lead of the first token group's pass (as RQ16_PF); the
-                               * lines half a super-block at a time, at lane groups 0 and 4 (as
-                               * rq6_run's halves; all at the super-block's start: Zen 5, the LM
-                               * head from DRAM against the row-major kernel in one process, 3
-                               * runs of 5, 0.93-0.94 -> 0.95-0.98 of it on 1 thread, 2 the same;
-                               * each line next to its load had measured as all at the start) */
+/* prefetch lead of the first token group's pass, 2.5 super-blocks, the lines a quarter
+ * super-block (11 lines) at a time, at lane groups 0, 2, 4, 6 (as rq16_run's quarters). Zen 5,
+ * against the row-major kernel in one process (1 thread): 80 DRAM-resident 1536 x 6144 matrices,
+ * 3 runs of 3, by halves 2 ahead 0.95-0.98 of it, by quarters 2 / 2.5 / 3 ahead 0.92-0.97 /
+ * 0.98-0.99 / 0.94-0.96, by halves 2.5 ahead 0.96-0.97; the LM head 1536 x 262144 0.95-0.97 ->
+ * 0.99-1.01. (Before: by halves instead of all lines at the super-block's start, the LM head
+ * 0.93-0.94 -> 0.95-0.98; each line next to its load had measured as all at the start) */
+#define RQ5_PF (5 * RQ5_SB / 2)
 #endif
 #define RQ5_TG 4  /* tokens per pass */
 #define RQ5_SBC 4 /* super-blocks per chunk: a chunk's tiles stay in L1/L2 for the block's tokens */
@@ -80,8 +82,6 @@ KINLINE void rq5_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
     const __m512i mlo = _mm512_broadcast_i32x4(_mm_setr_epi8(0, -1, 1, -1, 4, -1, 5, -1, 8, -1, 9, -1, 12, -1, 13, -1));
     const __m512i mhi = _mm512_broadcast_i32x4(_mm_setr_epi8(2, -1, 3, -1, 6, -1, 7, -1, 10, -1, 11, -1, 14, -1, 15, -1));
     for (int j = 0; j < ns; j++, p += RQ5_SB) {
-        if (pf) /* the first half's lines; the second's at lane group 4 below */
-            rq_pf_lines(p + RQ5_PF, 0, RQ5_SB / 2);
         const uint8_t *xb = x + (size_t)(i0 + j) * 292;
         const int z = fresh && j == 0;
         __m512i SM[4]; /* the scales of sub-blocks 0..3, 4..7, then the mins */
@@ -114,8 +114,8 @@ KINLINE void rq5_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
             _mm512_store_ps(st[t][8], _mm512_fmadd_ps(ndm, _mm512_cvtepi32_ps(im), rq_st(st[t][8], z)));
         }
         for (int g = 0; g < 8; g++) { /* rolled: lane g of every row and token */
-            if (pf && g == 4)
-                rq_pf_lines(p + RQ5_PF, RQ5_SB / 2, RQ5_SB);
+            if (pf && !(g & 1)) /* a quarter of the super-block's lines at lane groups 0, 2, 4, 6 */
+                rq_pf_lines(p + RQ5_PF, 704 * (g / 2), 704 * (g / 2) + 704);
             const __m512i QH = ld512(p + 256 + 64 * g);
             __m512i acc[RQ5_TG];
             RQ5_UNROLL
