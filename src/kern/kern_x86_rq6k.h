@@ -23,8 +23,9 @@
  *   bytes 3328 + 2r + b = row r's byte 208 + b (d)
  * in the same bytes as the 16 rows (kern.h repack_q6_K; kern_q6_K_rq_block reads rows back). */
 #define RQ6_SB 3360
-#define RQ6_PF (2 * RQ6_SB) /* prefetch lead of the first token group's pass (as RQ16_PF: 3 -> 2
-                             * super-blocks, 31.4-34.2 -> 32.7-36.5 GB/s) */
+#define RQ6_PF (2 * RQ6_SB) /* prefetch lead of the first token group's pass (3 -> 2 super-blocks:
+                             * 31.4-34.2 -> 32.7-36.5 GB/s; with the lines by halves, 1.5 or 3
+                             * super-blocks ahead or by quarters (as rq16_run's) no better) */
 /* The lines are prefetched half a super-block at a time, 26 at each half's start (lanes 0-3,
  * 4-7), not each next to its load nor all 53 at the super-block's start. Zen 5, the LM head 1536
  * x 262144 from DRAM against the row-major kernel on the same matrix, alternating in one process
