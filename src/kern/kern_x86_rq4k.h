@@ -368,7 +368,7 @@ KINLINE void rq16_run(const uint8_t *restrict p, int ns, const uint8_t *restrict
         __m512i isb[RQ16_TG];
         KUNROLL
         for (int k = 0; k < 4; k++) {
-            if (pf) rq_pf_lines(p + RQ16_PF, 576 * k, 576 * k + 576); /* 2304 / 4: lines 9k .. 9k + 8 */
+            if (pf) rq_pf_lines(p + RQ16_PF, RQ16_SB / 4 * k, RQ16_SB / 4 * (k + 1)); /* lines 9k .. 9k + 8 */
             const __m512i S = k < 2 ? S0 : S1;
             const __m512i sa = _mm512_and_si512(_mm512_srli_epi32(S, 16 * (k & 1)), ff);
             const __m512i sb = _mm512_and_si512(_mm512_srli_epi32(S, 16 * (k & 1) + 8), ff);

@@ -115,7 +115,7 @@ KINLINE void rq5_run(const uint8_t *restrict p, int ns, const uint8_t *restrict 
         }
         for (int g = 0; g < 8; g++) { /* rolled: lane g of every row and token */
             if (pf && !(g & 1)) /* a quarter of the super-block's lines at lane groups 0, 2, 4, 6 */
-                rq_pf_lines(p + RQ5_PF, 704 * (g / 2), 704 * (g / 2) + 704);
+                rq_pf_lines(p + RQ5_PF, RQ5_SB / 4 * (g / 2), RQ5_SB / 4 * (g / 2 + 1));
             const __m512i QH = ld512(p + 256 + 64 * g);
             __m512i acc[RQ5_TG];
             RQ5_UNROLL
