@@ -2869,7 +2869,9 @@ static void softcap_x86(float *y, int64_t n, float c) {
 #define KX_RQ5 NULL
 #define mm_q5_K_rq NULL
 #define KX_RQ5_z rq5_repack
-#define KX_TABLE(MM_BF16, MM_BF16_GRP, TB_K_BF16, Z) {                                      \
+/* Z: the integer kernels' suffix (empty: the ymm bodies, _z: the zmm kernels and tiles); Z6 the
+ * same for Q6_K alone */
+#define KX_TABLE(MM_BF16, MM_BF16_GRP, TB_K_BF16, Z, Z6) {                                  \
     .name = KX_NAME,                                                                        \
     .geglu = geglu_x86,                                                                     \
     .pick = kern_pick_x86,                                                                  \
@@ -2885,7 +2887,7 @@ static void softcap_x86(float *y, int64_t n, float c) {
         [G4_TYPE_F32] = mm_f32, [G4_TYPE_F16] = KX_MM_F16, [G4_TYPE_BF16] = MM_BF16,        \
         [G4_TYPE_Q8_0] = mm_q8_0##Z, [G4_TYPE_Q4_0] = mm_q4_0##Z, [G4_TYPE_Q5_0] = mm_q5_0##Z, \
         [G4_TYPE_IQ4_NL] = mm_iq4_nl, [G4_TYPE_Q4_K] = mm_q4_K##Z, [G4_TYPE_Q5_K] = mm_q5_K##Z, \
-        [G4_TYPE_Q6_K] = mm_q6_K##Z, [G4_TYPE_Q2_K] = KX_MM_Q2K, [G4_TYPE_Q3_K] = mm_q3_K,   \
+        [G4_TYPE_Q6_K] = mm_q6_K##Z6, [G4_TYPE_Q2_K] = KX_MM_Q2K, [G4_TYPE_Q3_K] = mm_q3_K,   \
         [G4_TYPE_IQ4_XS] = mm_iq4_xs, [G4_TYPE_Q4_1] = mm_q4_1, [G4_TYPE_Q5_1] = mm_q5_1,   \
     },                                                                                      \
     .matmul_grp = {                                                                         \
@@ -2898,7 +2900,7 @@ static void softcap_x86(float *y, int64_t n, float c) {
     },                                                                                      \
     .matmul_f16x = { mmx_f16, mmx_f16_tb }, .vp_f16_min = KX_VP_F16_MIN,                    \
     .repack_q4_K = KX_RQ_REPACK##Z, .matmul_rq = { mm_q4_K_rq1##Z, mm_q4_K_rqg##Z },         \
-    .repack_q6_K = KX_RQ6_REPACK##Z, .matmul_rq6 = mm_q6_K_rq##Z,                           \
+    .repack_q6_K = KX_RQ6_REPACK##Z6, .matmul_rq6 = mm_q6_K_rq##Z6,                           \
     .repack_b32 = { [G4_TYPE_Q8_0] = KX_RQB_Q8_0##Z, [G4_TYPE_Q5_0] = KX_RQB_Q5_0##Z,       \
                     [G4_TYPE_Q4_0] = KX_RQB_Q4_0##Z, [G4_TYPE_Q5_K] = KX_RQ5##Z },          \
     .matmul_rqb = { [G4_TYPE_Q8_0] = mm_q8_0_rq##Z, [G4_TYPE_Q5_0] = mm_q5_0_rq##Z,         \
@@ -2906,33 +2908,40 @@ static void softcap_x86(float *y, int64_t n, float c) {
     .round_f16 = round_f16_x86,                                                             \
     .tb_k_bf16 = TB_K_BF16,                                                                 \
 }
-static const g4_kern TABLE = KX_TABLE(mm_bf16, mm_bf16_tb, 0, );
+static const g4_kern TABLE = KX_TABLE(mm_bf16, mm_bf16_tb, 0, , );
 #if defined(KX_F512)
-/* TABLE with the zmm integer kernels (TABLE_Z below) on an AVX-512 CPU without AVX512_BF16 */
-static const g4_kern TABLE_Z0 = KX_TABLE(mm_bf16, mm_bf16_tb, 0, _z);
+/* TABLE with the zmm integer kernels (TABLE_Z, TABLE_ZH below) on an AVX-512 CPU without AVX512_BF16 */
+static const g4_kern TABLE_Z0 = KX_TABLE(mm_bf16, mm_bf16_tb, 0, _z, _z);
+static const g4_kern TABLE_ZH0 = KX_TABLE(mm_bf16, mm_bf16_tb, 0, _z, );
 #endif
 
 #if defined(KX_F512) && defined(__AVX512BF16__)
 /* The same table for CPUs with AVX512_BF16 (the zen4 class of llama.cpp's builds): BF16 by
  * vdpbf16ps, tinyBLAS taking BF16 in k steps of 32 */
-static const g4_kern TABLE_BF16 = KX_TABLE(mm_bf16z, mm_bf16z_tb, 32, );
+static const g4_kern TABLE_BF16 = KX_TABLE(mm_bf16z, mm_bf16z_tb, 32, , );
 /* TABLE_BF16 with the zmm integer kernels (Q4_K decode and prompt tiles, Q4_0 tile, Q5_K, Q6_K
  * decode) and the two-row Q8_0 / Q5_0 decode: the same float steps, so the same bits. Chosen
  * on CPUs with AVX-VNNI too (Zen 5, Sapphire Rapids and later: 512-bit operations at full
- * width; measured on Zen 5), not on Zen 4, which runs them in two halves (a zmm Q4_K gemv and
- * Q5_K measured slower there; kern_cpu.zmm) */
-static const g4_kern TABLE_Z = KX_TABLE(mm_bf16z, mm_bf16z_tb, 32, _z);
+ * width; measured on Zen 5) */
+static const g4_kern TABLE_Z = KX_TABLE(mm_bf16z, mm_bf16z_tb, 32, _z, _z);
+/* TABLE_Z with Q6_K by the ymm kernels, not its tiles: the AVX-512 VNNI CPUs without AVX-VNNI
+ * (Zen 4, which runs 512-bit operations in two halves; kern_cpu.zmm). Zen 4, E2B-shaped Q4_K_M
+ * file, g4 bench tg64 on 1 thread, alternating: TABLE_BF16 12.2 / 13.6 t/s, TABLE_Z 11.4 / 12.2,
+ * this 17.0 / 17.3; pp256 91 -> 173. The Q6_K tiles read an LM head from DRAM at 11.4 GB/s there
+ * (the ymm kernel 28.5, the zmm row-major one 24.6; the tiles 45 GB/s from L3): a super-block's
+ * lines are read 512 bytes apart, which Zen 4's prefetchers do not follow */
+static const g4_kern TABLE_ZH = KX_TABLE(mm_bf16z, mm_bf16z_tb, 32, _z, );
 const g4_kern *KX(kern_table)(void) {
     kern_cpu c;
     kern_cpu_detect(&c);
-    if (!c.avx512bf16) return c.zmm ? &TABLE_Z0 : &TABLE;
-    return c.zmm ? &TABLE_Z : &TABLE_BF16;
+    if (!c.avx512bf16) return c.zmm == 2 ? &TABLE_Z0 : c.zmm ? &TABLE_ZH0 : &TABLE;
+    return c.zmm == 2 ? &TABLE_Z : c.zmm ? &TABLE_ZH : &TABLE_BF16;
 }
 #elif defined(KX_F512)
 const g4_kern *KX(kern_table)(void) {
     kern_cpu c;
     kern_cpu_detect(&c);
-    return c.zmm ? &TABLE_Z0 : &TABLE;
+    return c.zmm == 2 ? &TABLE_Z0 : c.zmm ? &TABLE_ZH0 : &TABLE;
 }
 #else
 const g4_kern *KX(kern_table)(void) { return &TABLE; }

@@ -31,14 +31,15 @@ echo "pair: g4 avx2 / llama.cpp libggml-cpu-haswell.so: $line"
 
 oracle_default_pair
 oracle_default_gate_init
-# the AVX-512 table has two variants with the same float order (kern_cpu.zmm: ymm integer
-# kernels on Zen 4, zmm ones on AVX-VNNI CPUs such as Zen 5): both are checked on any AVX-512 host
+# the AVX-512 table has three variants with the same float order (kern_cpu.zmm: the ymm integer
+# kernels, G4_ZMM=0; the zmm ones but Q6_K's, the default on Zen 4, h; every zmm one, the default
+# on AVX-VNNI CPUs such as Zen 5, 1): all three are checked on any AVX-512 host
 zvars=-
-[ "$DEF_G4" = avx512 ] && zvars="0 1"
+[ "$DEF_G4" = avx512 ] && zvars="0 h 1"
 if oracle_default_differs && [ "$DEF_LL" != - ] && [ -z "$G4_SANITIZED" ]; then
   for zv in $zvars; do
     if [ "$zv" = - ]; then zname=$DEF_G4
-    else zname="$DEF_G4 ($( [ "$zv" = 1 ] && echo zmm || echo ymm ) integer kernels, G4_ZMM=$zv)"; fi
+    else zname="$DEF_G4 ($(case $zv in 1) echo zmm;; h) echo 'zmm but Q6_K ymm';; *) echo ymm;; esac) integer kernels, G4_ZMM=$zv)"; fi
     dout=$(env -u G4_ISA $( [ "$zv" != - ] && echo "G4_ZMM=$zv" ) "$B/g4-ggml-kern" "$ORACLE_LIBDIR" "$DEF_G4" "libggml-cpu-$DEF_LL.so" 2>&1)
     drc=$?
     if [ "$GATE" = 1 ]; then pre="(default pair)"; else pre="(default pair, not gated)"; fi
