@@ -58,9 +58,11 @@ void kern_cpu_detect(kern_cpu *c) {
         c->avx512bf16 = (a71 >> 5) & 1;
     }
     c->avxvnni = (a71 >> 4) & 1;
-    c->zmm = c->avx512f && c->avx512bw && c->avx512vnni ? 1 + c->avxvnni : 0;
+    c->zmm = !(c->avx512f && c->avx512bw && c->avx512vnni) ? KERN_ZMM_OFF : c->avxvnni ? KERN_ZMM_ALL : KERN_ZMM_NOQ6;
     const char *z = getenv("G4_ZMM");
-    if (z && (!strcmp(z, "0") || !strcmp(z, "1") || !strcmp(z, "h"))) c->zmm = *z == '0' ? 0 : *z == '1' ? 2 : 1;
+    if (z && !strcmp(z, "0")) c->zmm = KERN_ZMM_OFF;
+    if (z && !strcmp(z, "h")) c->zmm = KERN_ZMM_NOQ6;
+    if (z && !strcmp(z, "1")) c->zmm = KERN_ZMM_ALL;
 #elif defined(G4_ARM64)
     unsigned long hw = getauxval(AT_HWCAP);
     c->neon = (hw & (1ul << 1)) != 0;     /* HWCAP_ASIMD */

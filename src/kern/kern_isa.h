@@ -14,13 +14,19 @@ typedef struct kern_cpu {
     int avx2, fma, f16c;                     /* x86: AVX2 table needs all three + OS AVX state */
     int avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16; /* + OS zmm state */
     int avxvnni;                             /* x86: AVX-VNNI (VEX), CPUID 7.1 EAX bit 4 */
-    int zmm;                                 /* x86: the AVX-512 table's integer kernels: 0 ymm,
-                                              * 1 zmm but Q6_K's (AVX-512 VNNI without AVX-VNNI:
-                                              * Zen 4's half-width cores), 2 every zmm one (with
-                                              * AVX-VNNI: full-width 512-bit cores, Zen 5);
-                                              * G4_ZMM=0 / h / 1 overrides, for tests */
+    int zmm;                                 /* x86: the AVX-512 table's integer kernels,
+                                              * KERN_ZMM_* below (G4_ZMM=0 / h / 1 overrides,
+                                              * for tests) */
     int neon, dotprod, fp16, sve, i8mm;      /* aarch64 */
 } kern_cpu;
+
+/* kern_cpu.zmm */
+enum {
+    KERN_ZMM_OFF = 0, /* the ymm bodies (G4_ZMM=0) */
+    KERN_ZMM_NOQ6,    /* zmm kernels and tiles but Q6_K's: AVX-512 VNNI without AVX-VNNI, Zen 4's
+                       * half-width cores (G4_ZMM=h) */
+    KERN_ZMM_ALL,     /* every zmm kernel: with AVX-VNNI, full-width 512-bit cores, Zen 5 (G4_ZMM=1) */
+};
 
 void kern_cpu_detect(kern_cpu *c);
 

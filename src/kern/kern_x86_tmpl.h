@@ -2934,14 +2934,14 @@ static const g4_kern TABLE_ZH = KX_TABLE(mm_bf16z, mm_bf16z_tb, 32, _z, );
 const g4_kern *KX(kern_table)(void) {
     kern_cpu c;
     kern_cpu_detect(&c);
-    if (!c.avx512bf16) return c.zmm == 2 ? &TABLE_Z0 : c.zmm ? &TABLE_ZH0 : &TABLE;
-    return c.zmm == 2 ? &TABLE_Z : c.zmm ? &TABLE_ZH : &TABLE_BF16;
+    if (!c.avx512bf16) return c.zmm == KERN_ZMM_ALL ? &TABLE_Z0 : c.zmm == KERN_ZMM_NOQ6 ? &TABLE_ZH0 : &TABLE;
+    return c.zmm == KERN_ZMM_ALL ? &TABLE_Z : c.zmm == KERN_ZMM_NOQ6 ? &TABLE_ZH : &TABLE_BF16;
 }
 #elif defined(KX_F512)
 const g4_kern *KX(kern_table)(void) {
     kern_cpu c;
     kern_cpu_detect(&c);
-    return c.zmm == 2 ? &TABLE_Z0 : c.zmm ? &TABLE_ZH0 : &TABLE;
+    return c.zmm == KERN_ZMM_ALL ? &TABLE_Z0 : c.zmm == KERN_ZMM_NOQ6 ? &TABLE_ZH0 : &TABLE;
 }
 #else
 const g4_kern *KX(kern_table)(void) { return &TABLE; }

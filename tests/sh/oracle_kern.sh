@@ -39,7 +39,7 @@ zvars=-
 if oracle_default_differs && [ "$DEF_LL" != - ] && [ -z "$G4_SANITIZED" ]; then
   for zv in $zvars; do
     if [ "$zv" = - ]; then zname=$DEF_G4
-    else zname="$DEF_G4 ($(case $zv in 1) echo zmm;; h) echo 'zmm but Q6_K ymm';; *) echo ymm;; esac) integer kernels, G4_ZMM=$zv)"; fi
+    else zname="$DEF_G4 ($(case $zv in (1) echo zmm;; (h) echo 'zmm but Q6_K ymm';; (*) echo ymm;; esac) integer kernels, G4_ZMM=$zv)"; fi
     dout=$(env -u G4_ISA $( [ "$zv" != - ] && echo "G4_ZMM=$zv" ) "$B/g4-ggml-kern" "$ORACLE_LIBDIR" "$DEF_G4" "libggml-cpu-$DEF_LL.so" 2>&1)
     drc=$?
     if [ "$GATE" = 1 ]; then pre="(default pair)"; else pre="(default pair, not gated)"; fi
